@@ -1,0 +1,45 @@
+// A PJRT client: devices, host<->device transfers, compilation.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.h"
+#include "runtime/executable.h"
+#include "runtime/plugin.h"
+
+namespace tpu::runtime {
+
+class Client {
+ public:
+  // `int_options` become PJRT_NamedValue int64 create options (e.g. cpu_device_count).
+  Client(std::shared_ptr<Plugin> plugin, const std::map<std::string, int64_t>& int_options);
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  const Plugin& plugin() const { return *plugin_; }
+  const PJRT_Api* api() const { return plugin_->api(); }
+  const std::string& platform_name() const { return platform_name_; }
+  const std::string& platform_version() const { return platform_version_; }
+  size_t device_count() const { return devices_.size(); }
+  PJRT_Device* device(size_t index) const;
+  std::string device_kind(size_t index) const;
+
+  // Copies dense host data (major-to-minor) to `device`; the host data may be freed on return.
+  BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type,
+                             const std::vector<int64_t>& dims, size_t device) const;
+  // Compiles StableHLO MLIR text (entry function @main).
+  ExecutablePtr compile(const std::string& mlir) const;
+  ExecutablePtr deserialize(const std::string& bytes) const;
+
+ private:
+  std::shared_ptr<Plugin> plugin_;
+  PJRT_Client* client_ = nullptr;
+  std::vector<PJRT_Device*> devices_;
+  std::string platform_name_, platform_version_, compile_options_;
+};
+
+}  // namespace tpu::runtime

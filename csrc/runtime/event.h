@@ -1,0 +1,30 @@
+// RAII handle on a PJRT_Event: completion of a transfer or an execution.
+#pragma once
+#include <utility>
+
+#include "pjrt_c_api.h"
+
+namespace tpu::runtime {
+
+class Event {
+ public:
+  Event() = default;
+  Event(const PJRT_Api* api, PJRT_Event* event) : api_(api), event_(event) {}
+  Event(Event&& other) noexcept { *this = std::move(other); }
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() { reset(); }
+
+  bool valid() const { return event_ != nullptr; }
+  bool is_ready() const;
+  // Blocks until the event fires; throws PjrtError carrying the plugin's message on failure.
+  void await() const;
+
+ private:
+  void reset();
+  const PJRT_Api* api_ = nullptr;
+  PJRT_Event* event_ = nullptr;
+};
+
+}  // namespace tpu::runtime

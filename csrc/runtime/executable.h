@@ -1,0 +1,35 @@
+// RAII handle on a compiled, loaded PJRT executable.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pjrt_c_api.h"
+#include "runtime/buffer.h"
+
+namespace tpu::runtime {
+
+class Executable {
+ public:
+  Executable(const PJRT_Api* api, PJRT_LoadedExecutable* exe);
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+  ~Executable();
+
+  size_t num_outputs() const { return num_outputs_; }
+  // Launches asynchronously on `device`; output buffers are returned at once and become
+  // ready when the computation finishes (Buffer::await_ready).
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device) const;
+  // Bytes that Client::deserialize turns back into an equivalent executable.
+  std::string serialize() const;
+
+ private:
+  const PJRT_Api* api_;
+  PJRT_LoadedExecutable* loaded_;
+  PJRT_Executable* exe_ = nullptr;
+  size_t num_outputs_ = 0;
+};
+
+using ExecutablePtr = std::shared_ptr<Executable>;
+
+}  // namespace tpu::runtime

@@ -1,0 +1,27 @@
+// Turns PJRT_Error* results into C++ exceptions that carry the plugin's message.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include "pjrt_c_api.h"
+
+namespace tpu::runtime {
+
+class PjrtError : public std::runtime_error {
+ public:
+  PjrtError(std::string message, int code) : std::runtime_error(std::move(message)), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// Reads, frees and throws `error` if it is non-null. `what` names the call for the message.
+void check(const PJRT_Api* api, PJRT_Error* error, const char* what);
+
+// Zero-initialised PJRT args struct with struct_size set as the header defines it.
+#define TPU_PJRT_ARGS(T, name) \
+  T name{};                    \
+  name.struct_size = T##_STRUCT_SIZE
+
+}  // namespace tpu::runtime
