@@ -1,0 +1,280 @@
+#include "lowering/hlo.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace tpu::lowering::hlo {
+
+namespace {
+
+std::string float_literal(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+Type scalar_type(DType dtype) { return Type{dtype, {}}; }
+
+}  // namespace
+
+int64_t wrap_dim(int64_t dim, int64_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  if (dim < -r || dim >= r)
+    throw std::out_of_range("Dimension out of range (expected to be in range of [" +
+                            std::to_string(-r) + ", " + std::to_string(r - 1) + "], but got " +
+                            std::to_string(dim) + ")");
+  return dim < 0 ? dim + r : dim;
+}
+
+Type with_dtype(const Type& t, DType dtype) { return Type{dtype, t.shape}; }
+
+Value constant(Builder& b, DType dtype, double v) {
+  if (dtype == DType::Bool) return constant_int(b, dtype, v != 0);
+  if (ir::is_integral(dtype)) return constant_int(b, dtype, static_cast<int64_t>(v));
+  if (ir::is_complex(dtype)) {
+    Value re = constant(b, ir::real_type(dtype), v);
+    Value im = constant(b, ir::real_type(dtype), 0);
+    return b.op1("stablehlo.complex", {re, im}, scalar_type(dtype));
+  }
+  if (!std::isfinite(v)) {
+    // Non-finite literals need the hex form; spell them in f64 and convert.
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(bits));
+    Value c = b.op1("stablehlo.constant", {}, scalar_type(DType::F64),
+                    std::string("value = dense<") + buf + "> : tensor<f64>");
+    return convert(b, c, dtype);
+  }
+  return b.op1("stablehlo.constant", {}, scalar_type(dtype),
+               "value = dense<" + float_literal(v) + "> : " + scalar_type(dtype).str());
+}
+
+Value constant_int(Builder& b, DType dtype, int64_t v) {
+  if (!ir::is_integral(dtype) && dtype != DType::Bool) return constant(b, dtype, static_cast<double>(v));
+  std::string lit = dtype == DType::Bool ? (v ? "true" : "false") : std::to_string(v);
+  if (ir::is_unsigned(dtype) && dtype != DType::Bool && v < 0) lit = std::to_string(static_cast<uint64_t>(v));
+  return b.op1("stablehlo.constant", {}, scalar_type(dtype),
+               "value = dense<" + lit + "> : " + scalar_type(dtype).str());
+}
+
+Value full(Builder& b, const Type& type, double v) {
+  return broadcast_in_dim(b, constant(b, type.dtype, v), type.shape, {});
+}
+
+Value convert(Builder& b, const Value& v, DType dtype) {
+  if (v.dtype() == dtype) return v;
+  if (dtype == DType::Bool && ir::is_complex(v.dtype()))
+    return compare(b, v, full(b, v.type, 0), "NE");
+  if (ir::is_complex(v.dtype()) && !ir::is_complex(dtype)) {
+    Value re = b.op1("stablehlo.real", {v}, with_dtype(v.type, ir::real_type(v.dtype())));
+    return convert(b, re, dtype);
+  }
+  return b.op1("stablehlo.convert", {v}, with_dtype(v.type, dtype));
+}
+
+Value reshape(Builder& b, const Value& v, const Shape& shape) {
+  if (v.shape() == shape) return v;
+  return b.op1("stablehlo.reshape", {v}, Type{v.dtype(), shape});
+}
+
+Value transpose(Builder& b, const Value& v, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  if (identity) return v;
+  Shape shape;
+  for (int64_t p : perm) shape.push_back(v.shape()[p]);
+  return b.op1("stablehlo.transpose", {v}, Type{v.dtype(), shape},
+               "permutation = " + ir::i64_array(perm));
+}
+
+Value broadcast_in_dim(Builder& b, const Value& v, const Shape& shape,
+                       const std::vector<int64_t>& dims) {
+  if (v.shape() == shape) {
+    bool identity = true;
+    for (size_t i = 0; i < dims.size(); ++i) identity &= dims[i] == static_cast<int64_t>(i);
+    if (identity) return v;
+  }
+  return b.op1("stablehlo.broadcast_in_dim", {v}, Type{v.dtype(), shape},
+               "broadcast_dimensions = " + ir::i64_array(dims));
+}
+
+Value broadcast_to(Builder& b, const Value& v, const Shape& shape) {
+  if (v.shape() == shape) return v;
+  int64_t offset = static_cast<int64_t>(shape.size()) - v.rank();
+  if (offset < 0) throw std::invalid_argument("broadcast_to: target rank is smaller than source rank");
+  std::vector<int64_t> dims;
+  Shape kept;
+  std::vector<int64_t> kept_dims;
+  for (int i = 0; i < v.rank(); ++i) {
+    // Size-1 dimensions that broadcast are dropped first, so broadcast_in_dim sees exact sizes.
+    if (v.shape()[i] == shape[i + offset]) {
+      kept.push_back(v.shape()[i]);
+      kept_dims.push_back(i + offset);
+    } else if (v.shape()[i] != 1) {
+      throw std::invalid_argument("broadcast_to: incompatible shapes");
+    }
+  }
+  Value src = reshape(b, v, kept);
+  return broadcast_in_dim(b, src, shape, kept_dims);
+}
+
+Value slice(Builder& b, const Value& v, const std::vector<int64_t>& start,
+            const std::vector<int64_t>& limit, const std::vector<int64_t>& strides_in) {
+  std::vector<int64_t> strides = strides_in.empty() ? std::vector<int64_t>(v.rank(), 1) : strides_in;
+  Shape shape;
+  bool identity = true;
+  for (int i = 0; i < v.rank(); ++i) {
+    int64_t n = limit[i] > start[i] ? (limit[i] - start[i] + strides[i] - 1) / strides[i] : 0;
+    shape.push_back(n);
+    identity &= start[i] == 0 && limit[i] == v.shape()[i] && strides[i] == 1;
+  }
+  if (identity) return v;
+  return b.op1("stablehlo.slice", {v}, Type{v.dtype(), shape},
+               "start_indices = " + ir::i64_array(start) + ", limit_indices = " +
+                   ir::i64_array(limit) + ", strides = " + ir::i64_array(strides));
+}
+
+Value slice_dim(Builder& b, const Value& v, int dim, int64_t start, int64_t limit, int64_t step) {
+  std::vector<int64_t> s(v.rank(), 0), l(v.shape()), st(v.rank(), 1);
+  s[dim] = start;
+  l[dim] = limit;
+  st[dim] = step;
+  return slice(b, v, s, l, st);
+}
+
+Value concatenate(Builder& b, const std::vector<Value>& vs, int64_t dim) {
+  if (vs.size() == 1) return vs[0];
+  Shape shape = vs[0].shape();
+  shape[dim] = 0;
+  for (const Value& v : vs) shape[dim] += v.shape()[dim];
+  return b.op1("stablehlo.concatenate", vs, Type{vs[0].dtype(), shape},
+               "dimension = " + std::to_string(dim) + " : i64");
+}
+
+Value pad(Builder& b, const Value& v, const Value& pad_value, const std::vector<int64_t>& low,
+          const std::vector<int64_t>& high, const std::vector<int64_t>& interior_in) {
+  std::vector<int64_t> interior = interior_in.empty() ? std::vector<int64_t>(v.rank(), 0) : interior_in;
+  Shape shape;
+  for (int i = 0; i < v.rank(); ++i) {
+    int64_t n = v.shape()[i];
+    shape.push_back(low[i] + high[i] + n + (n > 0 ? (n - 1) * interior[i] : 0));
+  }
+  return b.op1("stablehlo.pad", {v, pad_value}, Type{v.dtype(), shape},
+               "edge_padding_low = " + ir::i64_array(low) + ", edge_padding_high = " +
+                   ir::i64_array(high) + ", interior_padding = " + ir::i64_array(interior));
+}
+
+Value iota(Builder& b, const Type& type, int64_t dim) {
+  return b.op1("stablehlo.iota", {}, type, "iota_dimension = " + std::to_string(dim) + " : i64");
+}
+
+Value reverse(Builder& b, const Value& v, const std::vector<int64_t>& dims) {
+  if (dims.empty()) return v;
+  return b.op1("stablehlo.reverse", {v}, v.type, "dimensions = " + ir::i64_array(dims));
+}
+
+Value dynamic_slice(Builder& b, const Value& v, const std::vector<Value>& starts,
+                    const std::vector<int64_t>& sizes) {
+  std::vector<Value> operands{v};
+  operands.insert(operands.end(), starts.begin(), starts.end());
+  return b.op1("stablehlo.dynamic_slice", operands, Type{v.dtype(), sizes},
+               "slice_sizes = " + ir::i64_array(sizes));
+}
+
+Value dynamic_update_slice(Builder& b, const Value& v, const Value& update,
+                           const std::vector<Value>& starts) {
+  std::vector<Value> operands{v, update};
+  operands.insert(operands.end(), starts.begin(), starts.end());
+  return b.op1("stablehlo.dynamic_update_slice", operands, v.type);
+}
+
+Value unary(Builder& b, const std::string& op, const Value& x) { return b.op1(op, {x}, x.type); }
+
+Value binary(Builder& b, const std::string& op, const Value& x, const Value& y) {
+  return b.op1(op, {x, y}, x.type);
+}
+
+Value add(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.add", x, y); }
+Value sub(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.subtract", x, y); }
+Value mul(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.multiply", x, y); }
+Value div(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.divide", x, y); }
+Value max(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.maximum", x, y); }
+Value min(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.minimum", x, y); }
+Value neg(Builder& b, const Value& x) { return unary(b, "stablehlo.negate", x); }
+
+Value compare(Builder& b, const Value& x, const Value& y, const std::string& dir) {
+  DType t = x.dtype();
+  const char* type = ir::is_floating(t) || ir::is_complex(t) ? "FLOAT"
+                     : ir::is_unsigned(t)                     ? "UNSIGNED"
+                                                              : "SIGNED";
+  return b.op1("stablehlo.compare", {x, y}, with_dtype(x.type, DType::Bool),
+               "comparison_direction = #stablehlo<comparison_direction " + dir +
+                   ">, compare_type = #stablehlo<comparison_type " + type + ">");
+}
+
+Value select(Builder& b, const Value& pred, const Value& on_true, const Value& on_false) {
+  return b.op1("stablehlo.select", {pred, on_true, on_false}, on_true.type);
+}
+
+Value logical_not(Builder& b, const Value& x) { return unary(b, "stablehlo.not", x); }
+
+Value scalar_like(Builder& b, const Value& x, double v) { return full(b, x.type, v); }
+
+std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs,
+                                const std::vector<Value>& inits, const std::vector<int64_t>& dims,
+                                const Builder::RegionBody& body) {
+  Shape out_shape;
+  for (int i = 0; i < xs[0].rank(); ++i) {
+    bool reduced = false;
+    for (int64_t d : dims) reduced |= d == i;
+    if (!reduced) out_shape.push_back(xs[0].shape()[i]);
+  }
+  std::vector<Value> operands = xs;
+  operands.insert(operands.end(), inits.begin(), inits.end());
+  std::vector<Type> results, region_args;
+  for (const Value& x : xs) results.push_back(Type{x.dtype(), out_shape});
+  for (const Value& x : xs) region_args.push_back(Type{x.dtype(), {}});
+  for (const Value& x : xs) region_args.push_back(Type{x.dtype(), {}});
+  return b.op_with_region("stablehlo.reduce", operands, results,
+                          "dimensions = " + ir::i64_array(dims), region_args, body);
+}
+
+Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims,
+             const std::string& op) {
+  return reduce_multi(b, {x}, {init}, dims,
+                      [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                        return {binary(rb, op, a[0], a[1])};
+                      })[0];
+}
+
+Value dot_general(Builder& b, const Value& lhs, const Value& rhs,
+                  const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch,
+                  const std::vector<int64_t>& lhs_contract, const std::vector<int64_t>& rhs_contract,
+                  DType out_dtype) {
+  Shape shape;
+  for (int64_t d : lhs_batch) shape.push_back(lhs.shape()[d]);
+  auto free_dims = [&](const Value& v, const std::vector<int64_t>& batch,
+                       const std::vector<int64_t>& contract) {
+    for (int i = 0; i < v.rank(); ++i) {
+      bool used = false;
+      for (int64_t d : batch) used |= d == i;
+      for (int64_t d : contract) used |= d == i;
+      if (!used) shape.push_back(v.shape()[i]);
+    }
+  };
+  free_dims(lhs, lhs_batch, lhs_contract);
+  free_dims(rhs, rhs_batch, rhs_contract);
+  std::string attrs = "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " +
+                      ir::i64_list(lhs_batch) + ", rhs_batching_dimensions = " +
+                      ir::i64_list(rhs_batch) + ", lhs_contracting_dimensions = " +
+                      ir::i64_list(lhs_contract) + ", rhs_contracting_dimensions = " +
+                      ir::i64_list(rhs_contract) + ">";
+  return b.op1("stablehlo.dot_general", {lhs, rhs}, Type{out_dtype, shape}, attrs);
+}
+
+}  // namespace tpu::lowering::hlo
