@@ -58,7 +58,6 @@ stale() {
 }
 
 OBJECTS=()
-built=0
 for src in "${SOURCES[@]}"; do
   obj="$OUT/obj/$(echo "${src#csrc/}" | tr '/' '_' | sed 's/\.cpp$/.o/')"
   OBJECTS+=("$obj")
@@ -68,7 +67,6 @@ for src in "${SOURCES[@]}"; do
       rm -f "$obj"
       die "compiling $src failed"
     fi
-    built=$((built + 1))
   fi
 done
 # Drop objects of deleted sources so they never link in.
@@ -78,7 +76,11 @@ for o in "$OUT"/obj/*.o; do
   [[ $keep == 1 ]] || rm -f "$o" "${o%.o}.d"
 done
 
-if [[ $built -gt 0 || ! -x "$BIN" ]]; then
+relink=0
+[[ -x "$BIN" ]] || relink=1
+for o in "${OBJECTS[@]}"; do [[ "$o" -nt "$BIN" ]] && relink=1 && break; done
+[[ "$STAMP" -nt "$BIN" ]] && relink=1
+if [[ $relink == 1 ]]; then
   echo "  LINK $BIN"
   "$CXX" -pthread -o "$BIN.tmp" "${OBJECTS[@]}" -ldl || die "linking $BIN failed"
   mv "$BIN.tmp" "$BIN"

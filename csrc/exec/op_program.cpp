@@ -101,6 +101,10 @@ std::string build_program(const OpCall& call, const OutputPlan& plan, ProgramLay
     const OutputPlan::NewOutput& out = plan.new_outputs[k - num_written];
     outputs.push_back(lowering::to_storage(b, hlo::convert(b, results[k], out.dtype), out.strides));
   }
+  for (const auto& [ok, message] : ctx.checks) {
+    outputs.push_back(ok);
+    layout.check_messages.push_back(message);
+  }
   b.set_results(outputs);
   return b.module_text();
 }

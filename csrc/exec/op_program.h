@@ -12,6 +12,7 @@ struct ProgramLayout {
   std::vector<int> input_storages;    // storages passed as leading parameters, in order
   std::vector<int> written_storages;  // storage replaced by each leading output, in order
   std::vector<ir::DType> written_dtypes;  // element type each written storage then holds
+  std::vector<std::string> check_messages; // trailing i1 outputs: runtime checks (Ctx::require)
 };
 
 // Returns the module text; fills `layout`. Throws std::runtime_error naming the op when the
