@@ -379,9 +379,10 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   u.call.device = u.device;
   u.call.random = bind.lowering->random || bind.generator_arg >= 0;
 
-  exec::CompiledOpPtr compiled = exec::find_or_compile(u.call, [&] {
+  std::string key = u.call.key();
+  exec::CompiledOpPtr compiled = exec::find_or_compile(u.call, key, [&] {
     return plan_outputs(op, bind, std::vector<c10::IValue>(args_begin, stack->end()));
-  });
+  }, !fused_mode());
   if (u.call.random) {
     at::Generator gen = u.generator ? *u.generator : default_generator(u.device);
     TORCH_CHECK(gen.device().type() == c10::DeviceType::PrivateUse1,
@@ -393,18 +394,13 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
     u.call.seed = seed;
     u.call.rng_offset = offset;
   }
-  std::vector<runtime::BufferPtr> outs = launch_checked(*compiled, u.call);
+  std::vector<at::Tensor> outs = run_op(compiled, u.call, key);
 
   // Box the returns: aliases of written arguments, then fresh outputs in order.
   std::vector<c10::IValue> args(args_begin, stack->end());
   torch::jit::drop(*stack, n);
   size_t next_new = 0, next_return = 0;
-  auto fresh = [&]() {
-    const auto& o = compiled->plan.new_outputs[next_new];
-    at::Tensor t = wrap_buffer(outs[next_new], o.sizes, o.strides, to_torch(o.dtype), u.device);
-    ++next_new;
-    return t;
-  };
+  auto fresh = [&]() { return outs[next_new++]; };
   const auto& returns = op.schema().returns();
   for (size_t r = 0; r < returns.size(); ++r) {
     const auto* alias = returns[r].alias_info();
