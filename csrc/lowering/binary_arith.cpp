@@ -88,23 +88,39 @@ Vs lower_div(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); });
 }
 
+// For f16/bf16, CPU's vectorized kernels round every intermediate to the tensor's dtype (the
+// quotient before trunc, each step of the floor algorithm), which decides results near
+// integers; those modes therefore run in the output dtype itself.
 Vs lower_div_mode(Ctx& ctx) {
   std::string mode = ctx.has(2) ? ctx.arg(2).s : "";
-  return compute(ctx, {0, 1}, [mode](Builder& b, const Vs& x) {
-    if (mode == "trunc") return trunc_div(b, x[0], x[1]);
-    if (mode == "floor") return floor_div(b, x[0], x[1]);
-    return hlo::div(b, x[0], x[1]);
-  });
+  if (mode == "trunc")
+    return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return trunc_div(b, x[0], x[1]); });
+  if (mode == "floor")
+    return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
+  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); });
 }
 
 Vs lower_floor_divide(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
+  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
 }
 
 // --- pow, remainder, fmod ------------------------------------------------------------------
 
 Vs lower_pow(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); });
+}
+
+// pow(tensor, scalar): CPU evaluates exponents 0.5 and -0.5 as sqrt and rsqrt (for every
+// floating type but f16), which differ from pow at -inf (NaN instead of inf / 0). The exponent
+// is a runtime value, so select.
+Vs lower_pow_tensor_scalar(Ctx& ctx) {
+  bool as_cpu_sqrt = ir::is_floating(ctx.out(0).dtype) && ctx.out(0).dtype != DType::F16;
+  return compute(ctx, {0, 1}, [as_cpu_sqrt](Builder& b, const Vs& x) {
+    Value r = hlo::binary(b, "stablehlo.power", x[0], x[1]);
+    if (!as_cpu_sqrt) return r;
+    r = hlo::select(b, eq(b, x[1], 0.5), sqrt(b, x[0]), r);
+    return hlo::select(b, eq(b, x[1], -0.5), hlo::unary(b, "stablehlo.rsqrt", x[0]), r);
+  });
 }
 
 // Python modulo: the result takes the divisor's sign (stablehlo.remainder is C fmod).
@@ -153,7 +169,7 @@ Vs lower_atan2(Ctx& ctx) {
 Vs lower_hypot(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
     Value ax = abs(b, x[0]), ay = abs(b, x[1]);
-    Value m = hlo::max(b, ax, ay), n = hlo::min(b, ax, ay);
+    Value m = maximum(b, ax, ay), n = minimum(b, ax, ay);
     Value q = hlo::div(b, n, m);
     Value r = hlo::mul(b, m, sqrt(b, add_c(b, hlo::mul(b, q, q), 1)));
     r = hlo::select(b, eq(b, m, 0), cst(b, m, 0), r);  // 0/0
@@ -208,7 +224,7 @@ TPU_LOWERING("aten::div.Scalar_mode", lower_div_mode);
 TPU_LOWERING("aten::floor_divide", lower_floor_divide);
 TPU_LOWERING("aten::floor_divide.Scalar", lower_floor_divide);
 TPU_LOWERING("aten::pow.Tensor_Tensor", lower_pow);
-TPU_LOWERING("aten::pow.Tensor_Scalar", lower_pow);
+TPU_LOWERING("aten::pow.Tensor_Scalar", lower_pow_tensor_scalar);
 TPU_LOWERING("aten::pow.Scalar", lower_pow);
 TPU_LOWERING("aten::remainder.Tensor", lower_remainder);
 TPU_LOWERING("aten::remainder.Scalar", lower_remainder);

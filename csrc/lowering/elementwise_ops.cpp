@@ -83,8 +83,14 @@ Value copysign(Builder& b, const Value& mag, const Value& sgn) {
   return hlo::select(b, signbit(b, sgn), hlo::neg(b, a), a);
 }
 
-Value maximum(Builder& b, const Value& x, const Value& y) { return hlo::max(b, x, y); }
-Value minimum(Builder& b, const Value& x, const Value& y) { return hlo::min(b, x, y); }
+// XLA:CPU's maximum/minimum return the non-NaN operand when only `y` is NaN, despite the
+// spec; the explicit selects make NaN win from either side.
+Value propagate_nan(Builder& b, const Value& x, const Value& y, const Value& r) {
+  if (!ir::is_floating(x.dtype())) return r;
+  return hlo::select(b, is_nan(b, x), x, hlo::select(b, is_nan(b, y), y, r));
+}
+Value maximum(Builder& b, const Value& x, const Value& y) { return propagate_nan(b, x, y, hlo::max(b, x, y)); }
+Value minimum(Builder& b, const Value& x, const Value& y) { return propagate_nan(b, x, y, hlo::min(b, x, y)); }
 
 Value polynomial(Builder& b, const Value& x, const std::vector<double>& coeffs) {
   Value p = cst(b, x, coeffs.at(0));

@@ -85,8 +85,7 @@ Value trunc(Builder& b, const Value& x);
 Value signbit(Builder& b, const Value& x);
 // |mag| with the sign bit of `sgn`.
 Value copysign(Builder& b, const Value& mag, const Value& sgn);
-// NaN-propagating max/min (IEEE maximum/minimum, as stablehlo.maximum/minimum are specified),
-// matching torch.maximum/minimum.
+// NaN-propagating max/min (IEEE maximum/minimum), matching torch.maximum/minimum.
 Value maximum(Builder& b, const Value& x, const Value& y);
 Value minimum(Builder& b, const Value& x, const Value& y);
 // Horner evaluation, coefficients from the highest degree down.

@@ -89,7 +89,9 @@ Value exp_neg_square(Builder& b, const Value& x) {
   Value hi = ew::mul_c(b, hlo::unary(b, "stablehlo.round_nearest_even", ew::mul_c(b, x, 16)), 1.0 / 16);
   Value lo = hlo::sub(b, x, hi);
   Value e_hi = ew::exp(b, hlo::neg(b, hlo::mul(b, hi, hi)));
-  Value e_lo = ew::exp(b, hlo::neg(b, hlo::mul(b, lo, hlo::add(b, x, hi))));
+  // 1 + expm1 rather than exp: XLA rewrites exp(a) * exp(b) into exp(a + b), which would undo
+  // the split.
+  Value e_lo = ew::add_c(b, ew::expm1(b, hlo::neg(b, hlo::mul(b, lo, hlo::add(b, x, hi)))), 1);
   return hlo::mul(b, e_hi, e_lo);
 }
 
