@@ -103,9 +103,10 @@ Vs lower_hardswish(Ctx& ctx) {
   });
 }
 
-// logit(x, eps) = log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given.
+// logit(x, eps) = log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given. In the
+// tensor's own dtype: CPU rounds 1 - eps and z / (1 - z) to it (1 - 1e-3 is 1 in bf16).
 Vs lower_logit(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
+  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) {
     Value z = x[0];
     if (x[1].valid()) {
       Value hi = hlo::sub(b, cst(b, x[1], 1), x[1]);

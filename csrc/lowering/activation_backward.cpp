@@ -1,8 +1,9 @@
 // Backward kernels of the activations, as the explicit ATen ops autograd calls
 // (threshold_backward for relu, gelu_backward, ...). The formulas and boundary conventions
-// are CPU's: e.g. hardtanh passes no gradient at the clip points themselves.
+// are CPU's: e.g. hardtanh passes no gradient at the clip points themselves. Where CPU's
+// scalar and vectorized loops disagree on NaN inputs, the vectorized one (what tensors of
+// any size mostly run) is followed; the select conditions below are written accordingly.
 #include <cmath>
-#include <limits>
 
 #include "lowering/elementwise_ops.h"
 #include "lowering/special_math.h"
@@ -66,7 +67,7 @@ Vs lower_elu_backward(Ctx& ctx) {
     Value neg = is_result ? hlo::mul(b, hlo::mul(b, g, input_scale), hlo::add(b, y, negcoef))
                           : hlo::mul(b, hlo::mul(b, hlo::mul(b, g, input_scale), negcoef),
                                      exp(b, hlo::mul(b, y, input_scale)));
-    return hlo::select(b, le(b, y, 0), neg, hlo::mul(b, g, scale));
+    return hlo::select(b, gt(b, y, 0), hlo::mul(b, g, scale), neg);  // NaN -> NaN
   });
 }
 
@@ -80,11 +81,11 @@ Vs lower_softplus_backward(Ctx& ctx) {
   });
 }
 
-// hardtanh_backward(grad, self, min, max) = (self <= min || self >= max) ? 0 : grad
+// hardtanh_backward(grad, self, min, max) = min < self < max ? grad : 0 (NaN -> 0)
 Vs lower_hardtanh_backward(Ctx& ctx) {
   return compute_exact(ctx, {0, 1, 2, 3}, [](Builder& b, const Vs& v) {
-    Value clipped = or_(b, hlo::compare(b, v[1], v[2], "LE"), hlo::compare(b, v[1], v[3], "GE"));
-    return hlo::select(b, clipped, cst(b, v[0], 0), v[0]);
+    Value inside = and_(b, hlo::compare(b, v[1], v[2], "GT"), hlo::compare(b, v[1], v[3], "LT"));
+    return hlo::select(b, inside, v[0], cst(b, v[0], 0));
   });
 }
 
@@ -108,39 +109,38 @@ Vs lower_hardsigmoid_backward(Ctx& ctx) {
   });
 }
 
-// hardswish' = 0 below -3, x/3 + 1/2 up to 3 (inclusive), 1 above.
+// hardswish' = 0 up to -3 (inclusive), x/3 + 1/2 in between, 1 from 3 on (NaN -> NaN).
 Vs lower_hardswish_backward(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& v) {
     const Value &g = v[0], &x = v[1];
     Value mid = hlo::mul(b, g, add_c(b, hlo::div(b, x, cst(b, x, 3)), 0.5));
-    Value r = hlo::select(b, le(b, x, 3), mid, g);
-    return hlo::select(b, lt(b, x, -3), cst(b, g, 0), r);
+    Value r = hlo::select(b, ge(b, x, 3), g, mid);
+    return hlo::select(b, le(b, x, -3), cst(b, g, 0), r);
   });
 }
 
-// logit_backward(grad, self, eps): grad / (x (1 - x)); outside [0, 1] NaN without eps, 0
-// outside [eps, 1 - eps] with it; at exactly 0 or 1, grad * inf.
+// logit_backward(grad, self, eps) = grad / (x (1 - x)); without eps NaN outside [0, 1], with
+// it 0 outside [eps, 1 - eps] (NaN -> 0). In the tensor's own dtype, like CPU, so that
+// 1 - eps rounds as there.
 Vs lower_logit_backward(Ctx& ctx) {
-  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& v) {
+  return compute_exact(ctx, {0, 1, 2}, [](Builder& b, const Vs& v) {
     const Value &g = v[0], &x = v[1], &eps = v[2];
-    constexpr double kInf = std::numeric_limits<double>::infinity();
     Value r = hlo::div(b, g, hlo::mul(b, x, hlo::sub(b, cst(b, x, 1), x)));
-    r = hlo::select(b, or_(b, eq(b, x, 0), eq(b, x, 1)), mul_c(b, g, kInf), r);
     if (!eps.valid()) {
       Value outside = or_(b, lt(b, x, 0), gt(b, x, 1));
       return hlo::select(b, outside, cst(b, x, std::nan("")), r);
     }
     Value hi = hlo::sub(b, cst(b, eps, 1), eps);
-    Value outside = or_(b, hlo::compare(b, x, eps, "LT"), hlo::compare(b, x, hi, "GT"));
-    return hlo::select(b, outside, cst(b, x, 0), r);
+    Value inside = and_(b, hlo::compare(b, x, eps, "GE"), hlo::compare(b, x, hi, "LE"));
+    return hlo::select(b, inside, r, cst(b, x, 0));
   });
 }
 
-// softshrink/hardshrink backward: the gradient passes outside [-lambd, lambd].
+// softshrink/hardshrink backward: the gradient passes outside [-lambd, lambd] (NaN -> 0).
 Vs lower_shrink_backward(Ctx& ctx) {
   return compute_exact(ctx, {0, 1, 2}, [](Builder& b, const Vs& v) {
-    Value inside = and_(b, hlo::compare(b, v[1], hlo::neg(b, v[2]), "GE"), hlo::compare(b, v[1], v[2], "LE"));
-    return hlo::select(b, inside, cst(b, v[0], 0), v[0]);
+    Value outside = or_(b, hlo::compare(b, v[1], hlo::neg(b, v[2]), "LT"), hlo::compare(b, v[1], v[2], "GT"));
+    return hlo::select(b, outside, v[0], cst(b, v[0], 0));
   });
 }
 
