@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ew_inputs import INF, NAN, SPECIAL, gen, sample
+from ew_inputs import INF, NAN, SPECIAL, sample
 from op_check import check_op, noncontiguous
 
 F32, BF16, F64 = torch.float32, torch.bfloat16, torch.float64
