@@ -157,8 +157,36 @@ Vs lower_log_sigmoid_backward(Ctx& ctx) {
   });
 }
 
+// silu_backward and mish_backward also have CompositeImplicitAutograd decompositions, but CPU
+// runs fused kernels in f32 for bf16/f16; decomposed op by op in bf16 the gradient would round
+// at every step. sigmoid = 1 / (1 + exp(-x)), as CPU writes it.
+Value cpu_sigmoid(Builder& b, const Value& x) { return hlo::div(b, cst(b, x, 1), add_c(b, exp(b, hlo::neg(b, x)), 1)); }
+
+// silu' = s (1 + x (1 - s))
+Vs lower_silu_backward(Ctx& ctx) {
+  return compute(ctx, {0, 1}, [](Builder& b, const Vs& v) {
+    const Value &dy = v[0], &x = v[1];
+    Value s = cpu_sigmoid(b, x);
+    Value inner = add_c(b, hlo::mul(b, x, hlo::sub(b, cst(b, s, 1), s)), 1);
+    return hlo::mul(b, hlo::mul(b, dy, s), inner);
+  });
+}
+
+// mish' = t + x s (1 - t^2), t = tanh(softplus(x))
+Vs lower_mish_backward(Ctx& ctx) {
+  return compute(ctx, {0, 1}, [](Builder& b, const Vs& v) {
+    const Value &dy = v[0], &x = v[1];
+    Value s = cpu_sigmoid(b, x);
+    Value t = tanh(b, log1p(b, exp(b, x)));
+    Value d = hlo::mul(b, hlo::mul(b, x, s), hlo::sub(b, cst(b, t, 1), hlo::mul(b, t, t)));
+    return hlo::mul(b, dy, hlo::add(b, t, d));
+  });
+}
+
 }  // namespace
 
+TPU_LOWERING("aten::silu_backward", lower_silu_backward);
+TPU_LOWERING("aten::mish_backward", lower_mish_backward);
 TPU_LOWERING("aten::threshold_backward", lower_threshold_backward);
 TPU_LOWERING("aten::gelu_backward", lower_gelu_backward);
 TPU_LOWERING("aten::leaky_relu_backward", lower_leaky_relu_backward);
