@@ -8,9 +8,10 @@ import torch
 import torch_tpu
 from op_check import assert_same
 
-# An op we do not lower (a special function far from any training path).
+# An op we do not lower (a special function far from any training path); its functional form
+# is composite over the out= overload, which is what reaches the backend.
 MISSING = torch.special.bessel_j0
-MISSING_NAME = "aten::special_bessel_j0"
+MISSING_NAME = "aten::special_bessel_j0.out"
 
 
 def test_missing_op_raises_not_implemented_naming_the_op():
@@ -18,7 +19,7 @@ def test_missing_op_raises_not_implemented_naming_the_op():
     with pytest.raises(NotImplementedError, match=MISSING_NAME):
         MISSING(x)
     # The process stays usable.
-    assert_same(x.cpu() * 1, torch.ones(3))
+    assert torch.equal(x.cpu(), torch.ones(3))
 
 
 def test_cpu_fallback_warns_once_counts_and_matches_cpu():
@@ -62,6 +63,7 @@ def test_metrics_count_compiles_hits_and_transfers():
 def test_changing_python_scalar_values_does_not_recompile():
     x = torch.zeros(5, device="tpu")
     x.fill_(0.5)
+    x[0].item()
     torch_tpu.metrics.reset()
     for v in (0.1, 0.2, 3.0, -7.5):
         x.fill_(v)
