@@ -155,3 +155,11 @@ def test_integer_relu_and_heaviside():
     check_op(torch.heaviside, v, torch.tensor(0.5))
     check_op(torch.heaviside, v, torch.full((7,), -1.0))
     check_op(torch.heaviside, sample((5,), torch.int64), torch.tensor(7))
+
+
+def test_chain_in_each_mode(each_mode):
+    def chain(x):
+        h = F.gelu(F.hardswish(x) * 2 - 1)
+        return F.softplus(F.leaky_relu(h, 0.1) + F.silu(x), beta=2.0) * F.hardtanh(x, -0.5, 0.5)
+
+    check_op(chain, sample((6, 5), F32).requires_grad_(), grad=True)

@@ -288,3 +288,12 @@ def test_lerp_addcmul_addcdiv():
     check_op(
         lambda x, y: x.clone().addcmul_(y, y, value=0.1), sample((4,), F32), sample((2, 4), F32)[0]
     )
+
+
+def test_chain_in_each_mode(each_mode):
+    def chain(x, y):
+        z = torch.where(x > y, torch.atan2(x, y) * y + 2.5, torch.clamp(x - y, -1, 1) ** 2)
+        return torch.lerp(z, x.abs().sqrt(), 0.25) / (1 + y.exp()), (x.detach() % 1.5).floor_divide(0.5)
+
+    a, b = sample((6, 5), F32).requires_grad_(), sample((6, 5), F32, seed=1).requires_grad_()
+    check_op(chain, a, b, grad=True)

@@ -172,3 +172,14 @@ def test_erf_family_accuracy(dtype):
     tail = 1 - torch.logspace(-15 if dtype == F64 else -7, -0.3, 300, dtype=dtype)
     y = torch.cat([torch.linspace(-1, 1, 2001, dtype=dtype), tail, -tail])
     check_op(torch.erfinv, y)
+
+
+def test_chain_in_each_mode(each_mode):
+    def chain(x):
+        return (
+            torch.erfinv(torch.tanh(x) * 0.9).exp2()
+            + torch.log1p(x.abs()).rsqrt()
+            - x.sinh().asinh()
+        )
+
+    check_op(chain, sample((6, 5), F32).requires_grad_(), grad=True)
