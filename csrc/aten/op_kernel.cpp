@@ -189,9 +189,10 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
 at::Tensor to_meta(const at::Tensor& t) {
   if (!t.defined()) return t;
   if (t.device().is_cpu()) {
-    at::Tensor m = at::empty({}, t.options().device(c10::kMeta));
-    if (t.unsafeGetTensorImpl()->is_wrapped_number()) m.unsafeGetTensorImpl()->set_wrapped_number(true);
-    return m;
+    // Wrapped Python numbers stay CPU tensors: meta kernels written in Python (add.Tensor's)
+    // turn them back into numbers, which PyTorch only allows for CPU tensors.
+    if (t.unsafeGetTensorImpl()->is_wrapped_number()) return t;
+    return at::empty({}, t.options().device(c10::kMeta));
   }
   int64_t storage_elems = static_cast<int64_t>(t.storage().nbytes()) / t.element_size();
   at::Tensor base = at::empty({storage_elems}, t.options().device(c10::kMeta));
