@@ -241,10 +241,12 @@ std::vector<Value> lower_nll_loss_forward(Ctx& c) {
   int64_t reduction = c.int_arg(3);
   DType out = c.out(0).dtype;
   auto fin = [&](const Value& v, int k) { return hlo::reshape(b, hlo::convert(b, v, out), c.out(k).shape); };
-  if (reduction == kNone) return {fin(loss, 0), fin(hlo::constant(b, acc, 0), 1)};
   std::vector<int64_t> all = reduce::dims_or_all({}, loss.rank());
-  Value total = reduce::sum(b, loss, all);
   Value tw = reduce::sum(b, t.w, all);
+  // reduction=none reports total_weight 0 for batched inputs; a single (C) sample reports its
+  // weight, as the CPU kernel does.
+  if (reduction == kNone) return {fin(loss, 0), fin(self.rank() >= 2 ? hlo::constant(b, acc, 0) : tw, 1)};
+  Value total = reduce::sum(b, loss, all);
   if (reduction == kMean) total = hlo::div(b, total, tw);  // 0/0 = NaN when all are ignored
   return {fin(total, 0), fin(tw, 1)};
 }

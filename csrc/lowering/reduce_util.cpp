@@ -104,18 +104,23 @@ Value prod(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   return hlo::reduce(b, x, hlo::constant(b, x.dtype(), 1), dims, op);
 }
 
-Value max(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
+// NaN-propagating max/min. XLA:CPU's reduce does not propagate NaN through
+// stablehlo.maximum/minimum, so the float body selects a NaN operand explicitly.
+Value extreme(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool is_max) {
   if (dims.empty()) return x;
-  // stablehlo.maximum is IEEE maximum: NaN wins, as in torch.amax.
-  const char* op = x.dtype() == DType::Bool ? "stablehlo.or" : "stablehlo.maximum";
-  return hlo::reduce(b, x, lowest(b, x.dtype()), dims, op);
+  DType t = x.dtype();
+  Value init = is_max ? lowest(b, t) : highest(b, t);
+  if (t == DType::Bool) return hlo::reduce(b, x, init, dims, is_max ? "stablehlo.or" : "stablehlo.and");
+  if (!ir::is_floating(t)) return hlo::reduce(b, x, init, dims, is_max ? "stablehlo.maximum" : "stablehlo.minimum");
+  return hlo::reduce_multi(b, {x}, {init}, dims, [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+    Value m = is_max ? hlo::max(rb, a[0], a[1]) : hlo::min(rb, a[0], a[1]);
+    m = hlo::select(rb, hlo::compare(rb, a[1], a[1], "NE"), a[1], m);
+    return {hlo::select(rb, hlo::compare(rb, a[0], a[0], "NE"), a[0], m)};
+  })[0];
 }
 
-Value min(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
-  if (dims.empty()) return x;
-  const char* op = x.dtype() == DType::Bool ? "stablehlo.and" : "stablehlo.minimum";
-  return hlo::reduce(b, x, highest(b, x.dtype()), dims, op);
-}
+Value max(Builder& b, const Value& x, const std::vector<int64_t>& dims) { return extreme(b, x, dims, true); }
+Value min(Builder& b, const Value& x, const std::vector<int64_t>& dims) { return extreme(b, x, dims, false); }
 
 Value isnan(Builder& b, const Value& x) {
   if (!ir::is_floating(x.dtype())) return hlo::full(b, hlo::with_dtype(x.type, DType::Bool), 0);
