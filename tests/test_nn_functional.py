@@ -101,7 +101,7 @@ def test_cross_entropy(reduction, label_smoothing):
     t = targets((6,), 5)
     t[3] = -100
     w = probs((5,), grad=False)
-    kw = dict(reduction=reduction, label_smoothing=label_smoothing)
+    kw = {"reduction": reduction, "label_smoothing": label_smoothing}
     check_op(lambda a: F.cross_entropy(a, t, **kw), x, grad=True)
     check_op(lambda a: F.cross_entropy(a, t, weight=w, **kw), x, grad=True)
     check_op(

@@ -245,7 +245,7 @@ def test_vector_norm_variants():
     )
     # ord is a compile-time argument: a different ord is a different program, same results.
     for p in (2, 3):
-        check_op(lambda t: torch.linalg.vector_norm(t, p), x)
+        check_op(lambda t, p=p: torch.linalg.vector_norm(t, p), x)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -345,7 +345,9 @@ def test_sort(dtype, descending):
 def test_sort_nan_ties_and_signed_zero():
     x = torch.tensor([[3.0, 1.0, NAN, 2.0, 1.0, -0.0, 0.0, -INF, NAN, INF]])
     for desc in (False, True):
-        check_op(lambda t: torch.sort(t, dim=1, descending=desc, stable=True), x)
+        check_op(
+            lambda t, desc=desc: torch.sort(t, dim=1, descending=desc, stable=True), x
+        )
     # Ties keep their order (the CPU sort is stable even without stable=True).
     ints = torch.tensor([[2, 1, 2, 0, 1, 2, 0]])
     check_op(lambda t: torch.sort(t), ints)
