@@ -1,5 +1,5 @@
 // Cumulative ops along one dimension: cumsum, cumprod, cummax/cummin (values and indices) and
-// _logcumsumexp. Each is a stablehlo.reduce_window whose window covers the whole dimension and
+// logcumsumexp. Each is a stablehlo.reduce_window whose window covers the whole dimension and
 // whose low padding is size-1, so output i reduces elements [0, i]: exact, and the form XLA
 // itself uses for cumulative reductions on TPU.
 #include <cmath>
@@ -99,7 +99,7 @@ std::vector<Value> cum_extreme(Ctx& c, bool is_max) {
 std::vector<Value> lower_cummax(Ctx& c) { return cum_extreme(c, true); }
 std::vector<Value> lower_cummin(Ctx& c) { return cum_extreme(c, false); }
 
-// _logcumsumexp(self, dim): running log(exp(a) + exp(b)) = max + log1p(exp(min - max)), with
+// logcumsumexp(self, dim): running log(exp(a) + exp(b)) = max + log1p(exp(min - max)), with
 // the CPU kernel's special case for equal infinities (returns the value itself).
 std::vector<Value> lower_logcumsumexp(Ctx& c) {
   auto [x, dim] = input(c);
@@ -128,6 +128,7 @@ TPU_LOWERING("aten::cumsum", lower_cumsum);
 TPU_LOWERING("aten::cumprod", lower_cumprod);
 TPU_LOWERING("aten::cummax", lower_cummax);
 TPU_LOWERING("aten::cummin", lower_cummin);
-TPU_LOWERING("aten::_logcumsumexp", lower_logcumsumexp);
+// Registered on the public op: _logcumsumexp has no meta kernel for the output types.
+TPU_LOWERING("aten::logcumsumexp", lower_logcumsumexp);
 
 }  // namespace tpu::lowering
