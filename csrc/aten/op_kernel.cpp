@@ -393,7 +393,7 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
     u.call.seed = seed;
     u.call.rng_offset = offset;
   }
-  std::vector<runtime::BufferPtr> outs = exec::launch(*compiled, u.call);
+  std::vector<runtime::BufferPtr> outs = launch_checked(*compiled, u.call);
 
   // Box the returns: aliases of written arguments, then fresh outputs in order.
   std::vector<c10::IValue> args(args_begin, stack->end());
