@@ -3,8 +3,9 @@
 import pytest
 import torch
 import torch.nn.functional as F
-import torch_tpu  # noqa: F401
 from op_check import check_op, noncontiguous
+
+import torch_tpu  # noqa: F401
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
@@ -28,6 +29,12 @@ def targets(shape, classes, seed=2):
     return torch.randint(0, classes, shape, generator=g)
 
 
+# bf16 gradients of softmax and the norms cancel (g - sum(g * y)): one bf16 rounding of a
+# forward value moves them by a few bf16 ulps. Measured over 5 seeds, |tpu - cpu| reached
+# 0.016 (log_softmax) and 0.031 (layer_norm), while both stayed equally far from a float64
+# reference (|cpu - f64| 0.014 / 0.023, |tpu - f64| 0.014 / 0.014).
+BF16_GRAD_TOL = {torch.bfloat16: {"grad_atol": 4e-2, "grad_rtol": 4e-2}}
+
 # ---- softmax ----
 
 
@@ -36,7 +43,7 @@ def targets(shape, classes, seed=2):
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_softmax(dtype, op, dim):
     x = make((4, 5, 6), dtype)
-    check_op(lambda t: op(t, dim), x, grad=True)
+    check_op(lambda t: op(t, dim), x, grad=True, **BF16_GRAD_TOL.get(dtype, {}))
 
 
 @pytest.mark.parametrize("op", [F.softmax, F.log_softmax])
@@ -46,11 +53,10 @@ def test_softmax_special_cases(op):
     check_op(lambda t: op(t, 0), make((), grad=True), grad=True)
     check_op(lambda t: op(t, 1), noncontiguous(make((3, 6))), grad=True)
     check_op(lambda t: op(t, 0, dtype=torch.float64), make((3, 4)), grad=True)
-    check_op(
-        lambda t: op(t.bfloat16(), 1, dtype=torch.float32), make((3, 4)), grad=True
-    )
+    check_op(lambda t: op(t.bfloat16(), 1, dtype=torch.float32), make((3, 4)), grad=True)
     check_op(lambda t: op(t, 1), make((0, 4)))
-    check_op(lambda t: op(t, 1), make((4, 1000), torch.bfloat16, scale=4.0), grad=True)
+    x = make((4, 1000), torch.bfloat16, scale=4.0)
+    check_op(lambda t: op(t, 1), x, grad=True, **BF16_GRAD_TOL[torch.bfloat16])
 
 
 # ---- nll_loss / cross_entropy ----
@@ -64,24 +70,18 @@ def test_nll_loss(reduction, weighted, dtype):
     t = targets((6,), 5)
     t[2] = -100
     w = probs((5,), dtype, grad=False) if weighted else None
-    check_op(lambda a: F.nll_loss(a, t, weight=w, reduction=reduction), x, grad=True)
-    check_op(
-        lambda a: F.nll_loss(
-            a, t.clamp(min=0), weight=w, ignore_index=1, reduction=reduction
-        ),
-        x,
-        grad=True,
-    )
-    check_op(
-        lambda a: F.nll_loss(a, t[0], weight=w, reduction=reduction),
-        x[0].detach().requires_grad_(),
-        grad=True,
-    )
+
+    def f(a, tt, ww, ignore_index=-100):
+        return F.nll_loss(a, tt, weight=ww, ignore_index=ignore_index, reduction=reduction)
+
+    check_op(f, x, t, w, grad=True)
+    check_op(f, x, t.clamp(min=0), w, 1, grad=True)
+    check_op(f, x[0].detach().requires_grad_(), t[0], w, grad=True)
 
 
 def test_nll_loss_all_ignored_is_nan():
     x = make((3, 4)).detach().log_softmax(1).requires_grad_()
-    check_op(lambda a: F.nll_loss(a, torch.full((3,), -100)), x)
+    check_op(lambda a, t: F.nll_loss(a, t), x, torch.full((3,), -100))
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -90,8 +90,10 @@ def test_nll_loss_2d(reduction):
     t = targets((2, 4, 5), 3)
     t[0, 1, 2] = -100
     w = probs((3,), grad=False)
-    check_op(lambda a: F.nll_loss(a, t, weight=w, reduction=reduction), x, grad=True)
-    check_op(lambda a: F.nll_loss(a, t, reduction=reduction), x, grad=True)
+    check_op(
+        lambda a, tt, ww: F.nll_loss(a, tt, weight=ww, reduction=reduction), x, t, w, grad=True
+    )
+    check_op(lambda a, tt: F.nll_loss(a, tt, reduction=reduction), x, t, grad=True)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -102,22 +104,22 @@ def test_cross_entropy(reduction, label_smoothing):
     t[3] = -100
     w = probs((5,), grad=False)
     kw = {"reduction": reduction, "label_smoothing": label_smoothing}
-    check_op(lambda a: F.cross_entropy(a, t, **kw), x, grad=True)
-    check_op(lambda a: F.cross_entropy(a, t, weight=w, **kw), x, grad=True)
+    check_op(lambda a, tt: F.cross_entropy(a, tt, **kw), x, t, grad=True)
+    check_op(lambda a, tt, ww: F.cross_entropy(a, tt, weight=ww, **kw), x, t, w, grad=True)
     check_op(
-        lambda a: F.cross_entropy(a, t.clamp(min=0), ignore_index=2, **kw), x, grad=True
+        lambda a, tt: F.cross_entropy(a, tt, ignore_index=2, **kw), x, t.clamp(min=0), grad=True
     )
 
 
 def test_cross_entropy_probability_targets_and_images():
     x = make((4, 5))
     p = probs((4, 5), grad=False).softmax(1)
-    check_op(lambda a: F.cross_entropy(a, p), x, grad=True)
-    check_op(lambda a: F.cross_entropy(a, p, label_smoothing=0.2), x, grad=True)
+    check_op(lambda a, pp: F.cross_entropy(a, pp), x, p, grad=True)
+    check_op(lambda a, pp: F.cross_entropy(a, pp, label_smoothing=0.2), x, p, grad=True)
     img = make((2, 3, 4, 4))
     t = targets((2, 4, 4), 3)
-    check_op(lambda a: F.cross_entropy(a, t), img, grad=True)
-    check_op(lambda a: F.cross_entropy(a.bfloat16(), t), img, grad=True)
+    check_op(lambda a, tt: F.cross_entropy(a, tt), img, t, grad=True)
+    check_op(lambda a, tt: F.cross_entropy(a.bfloat16(), tt), img, t, grad=True)
 
 
 # ---- regression and binary losses ----
@@ -133,12 +135,8 @@ def test_mse_l1_loss(reduction, dtype):
 
 def test_mse_loss_broadcast_and_noncontiguous():
     x = noncontiguous(make((3, 4)))
-    check_op(
-        lambda a, b: F.mse_loss(a, b.expand(3, 4)), x, make((4,), seed=1), grad=True
-    )
-    check_op(
-        lambda a: F.mse_loss(a, torch.zeros((), device=a.device)), make(()), grad=True
-    )
+    check_op(lambda a, b: F.mse_loss(a, b.expand(3, 4)), x, make((4,), seed=1), grad=True)
+    check_op(lambda a: F.mse_loss(a, torch.zeros((), device=a.device)), make(()), grad=True)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -168,8 +166,10 @@ def test_binary_cross_entropy(reduction, weighted, dtype):
     p, t = probs((3, 4), dtype), probs((3, 4), dtype, grad=False, seed=5)
     w = probs((4,), dtype, grad=False, seed=6) if weighted else None
     check_op(
-        lambda a: F.binary_cross_entropy(a, t, weight=w, reduction=reduction),
+        lambda a, tt, ww: F.binary_cross_entropy(a, tt, weight=ww, reduction=reduction),
         p,
+        t,
+        w,
         grad=True,
     )
 
@@ -177,7 +177,7 @@ def test_binary_cross_entropy(reduction, weighted, dtype):
 def test_binary_cross_entropy_clamps_log():
     p = torch.tensor([0.0, 1.0, 1e-8, 0.5], requires_grad=True)
     t = torch.tensor([1.0, 0.0, 0.0, 1.0])
-    check_op(lambda a: F.binary_cross_entropy(a, t, reduction="none"), p)
+    check_op(lambda a, tt: F.binary_cross_entropy(a, tt, reduction="none"), p, t)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -187,15 +187,19 @@ def test_binary_cross_entropy_with_logits(reduction, dtype):
     w = probs((4,), dtype, grad=False, seed=6)
     pw = probs((4,), dtype, grad=False, seed=7) * 3
     check_op(
-        lambda a: F.binary_cross_entropy_with_logits(a, t, reduction=reduction),
+        lambda a, tt: F.binary_cross_entropy_with_logits(a, tt, reduction=reduction),
         x,
+        t,
         grad=True,
     )
     check_op(
-        lambda a: F.binary_cross_entropy_with_logits(
-            a, t, weight=w, pos_weight=pw, reduction=reduction
+        lambda a, tt, ww, pp: F.binary_cross_entropy_with_logits(
+            a, tt, weight=ww, pos_weight=pp, reduction=reduction
         ),
         x,
+        t,
+        w,
+        pw,
         grad=True,
     )
 
@@ -204,9 +208,7 @@ def test_binary_cross_entropy_with_logits(reduction, dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize(
-    "shape,normalized", [((2, 3, 8), (8,)), ((4, 3, 5), (3, 5)), ((6,), (6,))]
-)
+@pytest.mark.parametrize("shape,normalized", [((2, 3, 8), (8,)), ((4, 3, 5), (3, 5)), ((6,), (6,))])
 @pytest.mark.parametrize("affine", [False, True])
 def test_layer_norm(dtype, shape, normalized, affine):
     x = make(shape, dtype)
@@ -218,16 +220,21 @@ def test_layer_norm(dtype, shape, normalized, affine):
         w,
         b,
         grad=True,
+        **BF16_GRAD_TOL.get(dtype, {}),
     )
 
 
 def test_layer_norm_internals_and_mixed_dtypes():
     x = make((2, 3, 4))
-    # mean and rstd as returned by native_layer_norm (keepdim-style shapes).
+    # mean and rstd as returned by native_layer_norm (keepdim-style shapes). For bf16 inputs the
+    # meta kernel (which allocates tpu outputs) makes them float, as on CUDA, where the CPU
+    # kernel rounds them to bf16: only the normalized output is compared there.
+    check_op(lambda a: torch.ops.aten.native_layer_norm(a, [4], None, None, 1e-5), x.detach())
     check_op(
-        lambda a: torch.ops.aten.native_layer_norm(a, [4], None, None, 1e-5), x.detach()
+        lambda a: torch.ops.aten.native_layer_norm(a, [4], None, None, 1e-5)[0],
+        x.detach().bfloat16(),
     )
-    # bf16 input with float parameters (as under autocast): mean/rstd are float.
+    # bf16 input with float parameters (as under autocast): mean/rstd are float everywhere.
     w, b = make((4,), seed=3), make((4,), seed=4)
     check_op(
         lambda a, ww, bb: torch.ops.aten.native_layer_norm(a, [4], ww, bb, 1e-5),
@@ -246,8 +253,9 @@ def test_group_norm(dtype, affine):
     x = make((2, 6, 5, 3), dtype)
     w = make((6,), dtype, seed=3) if affine else None
     b = make((6,), dtype, seed=4) if affine else None
-    check_op(lambda a, ww, bb: F.group_norm(a, 3, ww, bb), x, w, b, grad=True)
-    check_op(lambda a: F.group_norm(a, 2), make((4, 6), dtype), grad=True)
+    tol = BF16_GRAD_TOL.get(dtype, {})
+    check_op(lambda a, ww, bb: F.group_norm(a, 3, ww, bb), x, w, b, grad=True, **tol)
+    check_op(lambda a: F.group_norm(a, 2), make((4, 6), dtype), grad=True, **tol)
 
 
 def test_rms_norm():

@@ -4,8 +4,9 @@ import math
 
 import pytest
 import torch
-import torch_tpu  # noqa: F401
 from op_check import check_op, noncontiguous
+
+import torch_tpu  # noqa: F401
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float64)
 INTS = (torch.int32, torch.int64, torch.uint8)
@@ -237,12 +238,8 @@ def test_vector_norm_variants():
     check_op(lambda t: torch.norm(t, dim=1, keepdim=True), x, grad=True)
     check_op(lambda t: t.norm(), x, grad=True)
     check_op(lambda t: t.norm(1), x, grad=True)
-    check_op(
-        lambda t: torch.linalg.vector_norm(t, 1, dim=1), make((3, 4), torch.complex64)
-    )
-    check_op(
-        lambda t: torch.linalg.vector_norm(t, dim=1), make((3, 4), torch.complex64)
-    )
+    check_op(lambda t: torch.linalg.vector_norm(t, 1, dim=1), make((3, 4), torch.complex64))
+    check_op(lambda t: torch.linalg.vector_norm(t, dim=1), make((3, 4), torch.complex64))
     # ord is a compile-time argument: a different ord is a different program, same results.
     for p in (2, 3):
         check_op(lambda t, p=p: torch.linalg.vector_norm(t, p), x)
@@ -253,9 +250,7 @@ def test_logsumexp(dtype):
     x = make((3, 4), dtype, grad=True)
     check_op(lambda t: torch.logsumexp(t, 1), x, grad=True)
     check_op(lambda t: torch.logsumexp(t, (0, 1), keepdim=True), x, grad=True)
-    inf_rows = torch.tensor(
-        [[-INF, -INF, -INF], [INF, 1.0, 2.0], [1.0, 2.0, 3.0]], dtype=dtype
-    )
+    inf_rows = torch.tensor([[-INF, -INF, -INF], [INF, 1.0, 2.0], [1.0, 2.0, 3.0]], dtype=dtype)
     check_op(lambda t: torch.logsumexp(t, 1), inf_rows)
 
 
@@ -316,9 +311,7 @@ def test_cummax_cummin(dtype, op):
     ties = torch.tensor([[1, 3, 3, 0, 3, 5]], dtype=dtype)
     check_op(lambda t: f(t, 1), ties)
     if dtype.is_floating_point:
-        check_op(
-            lambda t: f(t, 0), torch.tensor([1.0, NAN, 3.0, NAN, 2.0], dtype=dtype)
-        )
+        check_op(lambda t: f(t, 0), torch.tensor([1.0, NAN, 3.0, NAN, 2.0], dtype=dtype))
         check_op(lambda t: f(t, 1), make((3, 6), dtype, grad=True), grad=True)
 
 
@@ -345,9 +338,7 @@ def test_sort(dtype, descending):
 def test_sort_nan_ties_and_signed_zero():
     x = torch.tensor([[3.0, 1.0, NAN, 2.0, 1.0, -0.0, 0.0, -INF, NAN, INF]])
     for desc in (False, True):
-        check_op(
-            lambda t, desc=desc: torch.sort(t, dim=1, descending=desc, stable=True), x
-        )
+        check_op(lambda t, desc=desc: torch.sort(t, dim=1, descending=desc, stable=True), x)
     # Ties keep their order (the CPU sort is stable even without stable=True).
     ints = torch.tensor([[2, 1, 2, 0, 1, 2, 0]])
     check_op(lambda t: torch.sort(t), ints)
@@ -377,9 +368,7 @@ def test_topk_unsorted_and_nan():
 def test_cross_entropy_style_chain():
     # A small chain of reductions in one expression (max-shift, exp, sum, log).
     x = make((4, 10), grad=True)
-    check_op(
-        lambda t: (t - t.amax(1, keepdim=True)).exp().sum(1).log().mean(), x, grad=True
-    )
+    check_op(lambda t: (t - t.amax(1, keepdim=True)).exp().sum(1).log().mean(), x, grad=True)
 
 
 def test_python_scalar_and_broadcast_into_reduction():

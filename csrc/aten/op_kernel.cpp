@@ -152,7 +152,9 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
       if (v.isIntList()) {
         a.ints = v.toIntVector();
       } else {
-        for (const c10::IValue& e : v.toListRef()) a.ints.push_back(e.isInt() ? e.toInt() : e.toSymInt().guard_int(__FILE__, __LINE__));
+        // bool[] (e.g. output_mask) arrives as 0/1.
+        for (const c10::IValue& e : v.toListRef())
+          a.ints.push_back(e.isInt() ? e.toInt() : e.isBool() ? e.toBool() : e.toSymInt().guard_int(__FILE__, __LINE__));
       }
     }
   } else if (kind == c10::TypeKind::NumberType || kind == c10::TypeKind::FloatType) {
@@ -259,6 +261,11 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
         std::vector<at::Tensor> ts;
         collect_tensors(v, ts);
         for (const at::Tensor& t : ts) {
+          if (!t.defined()) {
+            plan.result_types.push_back(ir::Type{ir::DType::F32, {0}});
+            plan.new_outputs.push_back({{0}, {1}, ir::DType::F32, /*undefined=*/true});
+            continue;
+          }
           plan.result_types.push_back(type_of(t));
           plan.new_outputs.push_back(new_output(t));
         }
@@ -401,6 +408,10 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   size_t next_new = 0, next_return = 0;
   auto fresh = [&]() {
     const auto& o = compiled->plan.new_outputs[next_new];
+    if (o.undefined) {
+      ++next_new;
+      return at::Tensor();
+    }
     at::Tensor t = wrap_buffer(outs[next_new], o.sizes, o.strides, to_torch(o.dtype), u.device);
     ++next_new;
     return t;
