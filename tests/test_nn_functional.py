@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from op_check import check_op, noncontiguous
 
-import torch_tpu  # noqa: F401
+import torch_tpu
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
@@ -262,3 +262,14 @@ def test_rms_norm():
     # rms_norm decomposes into elementwise ops and a mean.
     x, w = make((3, 8)), make((8,), seed=3)
     check_op(lambda a, ww: F.rms_norm(a, (8,), ww, eps=1e-6), x, w, grad=True)
+
+
+def test_loss_argument_checks_raise_in_debug_mode():
+    x = torch.randn(3, 4, device="tpu").log_softmax(1)
+    with torch_tpu.eager_mode("debug"):
+        with pytest.raises(IndexError, match="out of bounds"):
+            F.nll_loss(x, torch.tensor([0, 4, 1], device="tpu"))
+        with pytest.raises(IndexError, match="between 0 and 1"):
+            F.binary_cross_entropy(torch.full((3,), 1.5, device="tpu"), torch.ones(3, device="tpu"))
+        # ignore_index may lie outside the class range.
+        F.nll_loss(x, torch.tensor([0, -100, 1], device="tpu"))

@@ -91,6 +91,11 @@ std::vector<Value> lower_bce(Ctx& c) {
   DType acc = reduce::acc_type(c.out().dtype);
   Shape s = loss_shape(c, {0, 1, 2});
   Value x = arg_as(c, 0, acc, s), t = arg_as(c, 1, acc, s);
+  // As on CPU, inputs must be probabilities (NaN fails the check too).
+  Value in_01 = hlo::binary(b, "stablehlo.and", hlo::compare(b, x, scalar(b, x, 0), "GE"),
+                            hlo::compare(b, x, scalar(b, x, 1), "LE"));
+  c.require(reduce::prod(b, in_01, reduce::dims_or_all({}, in_01.rank())),
+            "all elements of input should be between 0 and 1");
   Value lo = scalar(b, x, -100);
   Value log1m = hlo::max(b, hlo::unary(b, "stablehlo.log_plus_one", hlo::neg(b, x)), lo);
   Value logx = hlo::max(b, hlo::unary(b, "stablehlo.log", x), lo);
@@ -211,6 +216,12 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, int weight_ar
     if (i != cd) other.push_back(i);
   Value tgt = hlo::convert(b, target, DType::I64);
   Value valid = hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(ignore)), "NE");
+  // Targets other than ignore_index must name a class (the CPU kernel raises IndexError).
+  Value in_range = hlo::binary(
+      b, "stablehlo.and", hlo::compare(b, tgt, hlo::scalar_like(b, tgt, 0), "GE"),
+      hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(self.dim(cd))), "LT"));
+  Value ok = hlo::binary(b, "stablehlo.or", in_range, hlo::logical_not(b, valid));
+  c.require(reduce::prod(b, ok, reduce::dims_or_all({}, ok.rank())), "Target is out of bounds.");
   Value classes = hlo::iota(b, ir::Type{DType::I64, self.shape()}, cd);
   Value hit = hlo::compare(b, classes, hlo::broadcast_in_dim(b, tgt, self.shape(), other), "EQ");
   hit = hlo::binary(b, "stablehlo.and", hit, hlo::broadcast_in_dim(b, valid, self.shape(), other));
