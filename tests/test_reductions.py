@@ -377,3 +377,42 @@ def test_python_scalar_and_broadcast_into_reduction():
     check_op(lambda t, u: (t * u + 2.0).sum((0, 2)), x, y, grad=True)
     check_op(lambda t: (t * 0.5).amax(), x, grad=True)
     assert math.isfinite(float(x.detach().sum()))
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int64))
+def test_median_nanmedian_kthvalue(dtype):
+    # Distinct values: the index of the chosen element is then unambiguous (among ties CPU's
+    # quickselect order is implementation-defined; we return the stable-sort order).
+    g = torch.Generator().manual_seed(5)
+    x = torch.randperm(6 * 7, generator=g).reshape(6, 7).to(dtype)
+    check_op(lambda t: torch.median(t), x)
+    check_op(lambda t: torch.median(t, 1), x)
+    check_op(lambda t: torch.median(t, 0, keepdim=True), x)
+    check_op(lambda t: torch.kthvalue(t, 3, 1), x)
+    check_op(lambda t: torch.kthvalue(t, 6, 0, keepdim=True), x)
+    if dtype.is_floating_point:
+        check_op(lambda t: torch.nanmedian(t), x)
+        check_op(lambda t: torch.nanmedian(t, 1), x)
+        xg = x.clone().requires_grad_()
+        check_op(lambda t: torch.median(t, 1).values, xg, grad=True)
+
+
+def test_median_with_nan():
+    x = torch.tensor(
+        [[3.0, NAN, 1.0, NAN, 2.0], [5.0, 4.0, 3.0, 2.0, 1.0], [1.0, NAN, 2.0, 4.0, 0.0]]
+    )
+    check_op(lambda t: torch.median(t), x)  # NaN
+    check_op(lambda t: torch.nanmedian(t), x)
+    check_op(lambda t: torch.median(t, 1), x)  # NaN at the first NaN's index
+    check_op(lambda t: torch.nanmedian(t, 1), x)
+    check_op(lambda t: torch.kthvalue(t, 2, 1).values, x)
+    check_op(lambda t: torch.median(t), torch.tensor(2.0))
+
+
+def test_nanmean():
+    x = make((3, 4), grad=True)
+    with torch.no_grad():
+        x[0, 1] = NAN
+        x[2] = NAN
+    check_op(lambda t: torch.nanmean(t), x, grad=True)
+    check_op(lambda t: torch.nanmean(t, 1), x)
