@@ -297,9 +297,13 @@ def test_cumsum_cumprod(dtype, op):
     check_op(lambda t: f(t, 0), x, grad=is_float(dtype))
 
 
-def test_cumsum_long_rows():
+def test_cumulative_ops_on_long_rows():
+    # Long windows take XLA's scan rewrite of reduce_window (which once broke cummax).
     check_op(lambda t: t.cumsum(1), make((4, 2000)))
     check_op(lambda t: t.cumsum(0), make((300, 3), torch.bfloat16))
+    check_op(lambda t: t.cummax(1), make((2, 3000)))
+    check_op(lambda t: t.cummin(0), make((3000, 2), torch.int32))
+    check_op(lambda t: t.logcumsumexp(1), make((2, 3000)))
 
 
 @pytest.mark.parametrize("dtype", FLOATS + INTS)

@@ -70,31 +70,33 @@ std::vector<Value> lower_cumprod(Ctx& c) { return {cumulative(c, "stablehlo.mult
 
 // cummax/cummin(self, dim) -> (values, indices). The CPU loop replaces its running value when
 // the new element is NaN or compares >= (<=) to it, so NaN sticks and ties take the LATEST index.
-// As a commutative combine: NaN wins, then the better value, then the larger index.
+// Values are a NaN-propagating running max; element j replaced the running value exactly when
+// it equals the running value at j (or is NaN), so the index is the running max of those j.
+// (Two single-operand scans: XLA:CPU's long-window rewrite mishandles a variadic (f32, s64)
+// reduce_window.)
 std::vector<Value> cum_extreme(Ctx& c, bool is_max) {
+  Builder& b = c.b;
   auto [x, dim] = input(c);
-  if (x.dim(dim) == 0) return {finish(c, x, 0), finish(c, hlo::convert(c.b, x, DType::I64), 1)};
-  Value idx = hlo::iota(c.b, hlo::with_dtype(x.type, DType::I64), dim);
-  Value init_v = is_max ? reduce::lowest(c.b, x.dtype()) : reduce::highest(c.b, x.dtype());
-  Value init_i = hlo::constant_int(c.b, DType::I64, 0);
-  bool fp = ir::is_floating(x.dtype());
-  auto body = [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-    const Value &av = a[0], &ai = a[1], &bv = a[2], &bi = a[3];
-    Value a_better = hlo::compare(rb, av, bv, is_max ? "GT" : "LT");
-    Value eq = hlo::compare(rb, av, bv, "EQ");
-    if (fp) {
-      Value a_nan = hlo::compare(rb, av, av, "NE");
-      Value b_nan = hlo::compare(rb, bv, bv, "NE");
-      a_better = hlo::binary(rb, "stablehlo.or", a_better,
-                             hlo::binary(rb, "stablehlo.and", a_nan, hlo::logical_not(rb, b_nan)));
-      eq = hlo::binary(rb, "stablehlo.or", eq, hlo::binary(rb, "stablehlo.and", a_nan, b_nan));
-    }
-    Value v = hlo::select(rb, a_better, av, bv);
-    Value i = hlo::select(rb, a_better, ai, hlo::select(rb, eq, hlo::max(rb, ai, bi), bi));
-    return {v, i};
-  };
-  std::vector<Value> r = prefix(c.b, {x, idx}, {init_v, init_i}, dim, body);
-  return {finish(c, r[0], 0), finish(c, r[1], 1)};
+  if (x.dim(dim) == 0) return {finish(c, x, 0), finish(c, hlo::convert(b, x, DType::I64), 1)};
+  DType t = x.dtype();
+  bool fp = ir::is_floating(t);
+  Value init = is_max ? reduce::lowest(b, t) : reduce::highest(b, t);
+  Value v = prefix(b, {x}, {init}, dim, [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+    if (t == DType::Bool) return {hlo::binary(rb, is_max ? "stablehlo.or" : "stablehlo.and", a[0], a[1])};
+    Value m = is_max ? hlo::max(rb, a[0], a[1]) : hlo::min(rb, a[0], a[1]);
+    if (!fp) return {m};
+    m = hlo::select(rb, hlo::compare(rb, a[1], a[1], "NE"), a[1], m);
+    return {hlo::select(rb, hlo::compare(rb, a[0], a[0], "NE"), a[0], m)};
+  })[0];
+  Value took = hlo::compare(b, x, v, "EQ");
+  if (fp) took = hlo::binary(b, "stablehlo.or", took, reduce::isnan(b, x));
+  Value idx = hlo::iota(b, hlo::with_dtype(x.type, DType::I64), dim);
+  Value marks = hlo::select(b, took, idx, hlo::full(b, idx.type, 0));
+  Value i = prefix(b, {marks}, {hlo::constant_int(b, DType::I64, 0)}, dim,
+                   [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                     return {hlo::max(rb, a[0], a[1])};
+                   })[0];
+  return {finish(c, v, 0), finish(c, i, 1)};
 }
 std::vector<Value> lower_cummax(Ctx& c) { return cum_extreme(c, true); }
 std::vector<Value> lower_cummin(Ctx& c) { return cum_extreme(c, false); }
