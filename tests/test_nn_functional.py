@@ -273,3 +273,14 @@ def test_loss_argument_checks_raise_in_debug_mode():
             F.binary_cross_entropy(torch.full((3,), 1.5, device="tpu"), torch.ones(3, device="tpu"))
         # ignore_index may lie outside the class range.
         F.nll_loss(x, torch.tensor([0, -100, 1], device="tpu"))
+
+
+def test_nn_functional_in_every_mode(each_mode):
+    x, w, b = make((4, 6)), make((6,), seed=3), make((6,), seed=4)
+    t = targets((4,), 6)
+
+    def chain(a, ww, bb, tt):
+        h = F.layer_norm(a, (6,), ww, bb)
+        return F.cross_entropy(h, tt, label_smoothing=0.1) + F.mse_loss(h.softmax(1), a.sigmoid())
+
+    check_op(chain, x, w, b, t, grad=True)

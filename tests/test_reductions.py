@@ -420,3 +420,14 @@ def test_nanmean():
         x[2] = NAN
     check_op(lambda t: torch.nanmean(t), x, grad=True)
     check_op(lambda t: torch.nanmean(t, 1), x)
+
+
+def test_reductions_in_every_mode(each_mode):
+    x = make((4, 6), grad=True)
+
+    def chain(t):
+        v, i = t.sort(1, descending=True)
+        return t.sum(1) + t.amax(1) + t.var(1) + v[:, 0] + t.cumsum(1)[:, -1] + i[:, 0].float()
+
+    check_op(chain, x, grad=True)
+    check_op(lambda t: (t.argmax(1), t.max(0), t.topk(2), t.logsumexp(0)), x.detach())
