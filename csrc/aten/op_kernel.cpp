@@ -152,7 +152,9 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
       if (v.isIntList()) {
         a.ints = v.toIntVector();
       } else {
-        for (const c10::IValue& e : v.toListRef()) a.ints.push_back(e.isInt() ? e.toInt() : e.toSymInt().guard_int(__FILE__, __LINE__));
+        // bool[] (e.g. output_mask) arrives as 0/1.
+        for (const c10::IValue& e : v.toListRef())
+          a.ints.push_back(e.isInt() ? e.toInt() : e.isBool() ? e.toBool() : e.toSymInt().guard_int(__FILE__, __LINE__));
       }
     }
   } else if (kind == c10::TypeKind::NumberType || kind == c10::TypeKind::FloatType) {
@@ -260,6 +262,11 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
         std::vector<at::Tensor> ts;
         collect_tensors(v, ts);
         for (const at::Tensor& t : ts) {
+          if (!t.defined()) {
+            plan.result_types.push_back(ir::Type{ir::DType::F32, {0}});
+            plan.new_outputs.push_back({{0}, {1}, ir::DType::F32, /*undefined=*/true});
+            continue;
+          }
           plan.result_types.push_back(type_of(t));
           plan.new_outputs.push_back(new_output(t));
         }

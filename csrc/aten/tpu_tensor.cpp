@@ -112,6 +112,10 @@ std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call
   if (fused_mode()) {
     std::vector<std::shared_ptr<exec::PendingValue>> pending = exec::record(op, call, key);
     for (size_t k = 0; k < pending.size(); ++k) {
+      if (news[k].undefined) {
+        result.emplace_back();
+        continue;
+      }
       at::Tensor t = empty_tpu(news[k].sizes, news[k].strides, to_torch(news[k].dtype),
                                static_cast<c10::DeviceIndex>(call.device));
       exec::Storage* s = storage_of(t);
@@ -124,8 +128,10 @@ std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call
   }
   std::vector<runtime::BufferPtr> outs = launch_checked(*op, call);
   for (size_t k = 0; k < outs.size(); ++k)
-    result.push_back(wrap_buffer(outs[k], news[k].sizes, news[k].strides, to_torch(news[k].dtype),
-                                 static_cast<c10::DeviceIndex>(call.device)));
+    result.push_back(news[k].undefined
+                         ? at::Tensor()
+                         : wrap_buffer(outs[k], news[k].sizes, news[k].strides, to_torch(news[k].dtype),
+                                       static_cast<c10::DeviceIndex>(call.device)));
   return result;
 }
 
