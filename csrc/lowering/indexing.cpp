@@ -1,0 +1,305 @@
+// Indexing by integer tensors: index_select, index.Tensor (advanced indexing), index_put,
+// index_add, index_copy, index_fill, take, put, masked_scatter.
+//
+// Boolean masks never reach these lowerings: the glue turns them into long indices first.
+// Negative indices wrap as in Python; out-of-range indices are PyTorch errors raised before
+// lowering on CPU, and here follow XLA (gather clamps, scatter drops).
+#include <algorithm>
+
+#include "lowering/index_util.h"
+#include "lowering/registry.h"
+
+namespace tpu::lowering {
+
+namespace {
+
+using ir::DType;
+using ir::Shape;
+using ir::Value;
+
+std::vector<int64_t> range(int64_t from, int64_t to) {
+  std::vector<int64_t> v;
+  for (int64_t i = from; i < to; ++i) v.push_back(i);
+  return v;
+}
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (const Shape& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (const Shape& s : shapes) {
+    size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] != 1) out[off + i] = s[i];
+  }
+  return out;
+}
+
+// ---- advanced indexing ------------------------------------------------------------------
+
+// self[indices] as PyTorch/NumPy define it, prepared for one gather or scatter: `self`
+// transposed so indexed dimensions come first, the stacked index vectors, and how the gathered
+// [B..., rest...] result maps to PyTorch's order (B inserted at the first indexed dimension
+// when the indexed dimensions are adjacent, else in front).
+struct Advanced {
+  Value self_t;                 // self with indexed dims first
+  std::vector<int64_t> perm;    // self_t = transpose(self, perm)
+  Value coords;                 // i64 [B..., n_indexed]
+  Shape batch;                  // B
+  Shape rest;                   // sizes of the non-indexed dims, in order
+  int64_t n_indexed = 0;
+  int64_t insert_at = 0;        // position of B in PyTorch's result
+};
+
+Advanced prepare_advanced(ir::Builder& b, const Value& self, const Arg& list) {
+  Advanced a;
+  std::vector<int64_t> indexed;
+  std::vector<Value> idx;
+  std::vector<Shape> shapes;
+  for (size_t d = 0; d < list.values.size(); ++d) {
+    if (!list.values[d].valid()) continue;
+    indexed.push_back(static_cast<int64_t>(d));
+    idx.push_back(list.values[d]);
+    shapes.push_back(list.values[d].shape());
+  }
+  a.n_indexed = static_cast<int64_t>(indexed.size());
+  a.batch = broadcast_shapes(shapes);
+  bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == a.n_indexed;
+  a.insert_at = adjacent && !indexed.empty() ? indexed.front() : 0;
+  a.perm = indexed;
+  for (int64_t d = 0; d < self.rank(); ++d) {
+    if (std::find(indexed.begin(), indexed.end(), d) == indexed.end()) {
+      a.perm.push_back(d);
+      a.rest.push_back(self.shape()[d]);
+    }
+  }
+  a.self_t = hlo::transpose(b, self, a.perm);
+  Shape one = a.batch;
+  one.push_back(1);
+  std::vector<Value> parts;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    Value w = idx::wrap_index(b, idx[k], self.shape()[indexed[k]]);
+    parts.push_back(hlo::reshape(b, hlo::broadcast_to(b, w, a.batch), one));
+  }
+  if (!parts.empty()) a.coords = hlo::concatenate(b, parts, static_cast<int64_t>(a.batch.size()));
+  return a;
+}
+
+// Permutation taking [B..., rest...] to PyTorch's result order.
+std::vector<int64_t> result_perm(const Advanced& a) {
+  const int64_t nb = static_cast<int64_t>(a.batch.size());
+  const int64_t nr = static_cast<int64_t>(a.rest.size());
+  std::vector<int64_t> perm = range(nb, nb + a.insert_at);
+  for (int64_t i = 0; i < nb; ++i) perm.push_back(i);
+  for (int64_t i = nb + a.insert_at; i < nb + nr; ++i) perm.push_back(i);
+  return perm;
+}
+
+std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// index.Tensor(self, Tensor?[] indices)
+std::vector<Value> lower_index(Ctx& c) {
+  const Value& self = c.tensor(0);
+  Advanced a = prepare_advanced(c.b, self, c.arg(1));
+  if (a.n_indexed == 0) return {self};
+  const int64_t nb = static_cast<int64_t>(a.batch.size());
+  idx::GatherDims d;
+  d.offset_dims = range(nb, nb + static_cast<int64_t>(a.rest.size()));
+  d.collapsed_slice_dims = range(0, a.n_indexed);
+  d.start_index_map = range(0, a.n_indexed);
+  d.index_vector_dim = nb;
+  d.slice_sizes = std::vector<int64_t>(a.n_indexed, 1);
+  d.slice_sizes.insert(d.slice_sizes.end(), a.rest.begin(), a.rest.end());
+  Value g = idx::gather(c.b, a.self_t, a.coords, d);
+  return {hlo::reshape(c.b, hlo::transpose(c.b, g, result_perm(a)), c.out().shape)};
+}
+
+// index_put(self, Tensor?[] indices, values, accumulate) and its aliases (_index_put_impl,
+// _unsafe_index_put): values are broadcast to the shape of self[indices], brought to the
+// gather's [B..., rest...] order, and scattered (replacing or adding).
+std::vector<Value> lower_index_put(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const bool accumulate = c.has(3) && c.bool_arg(3);
+  Advanced a = prepare_advanced(c.b, self, c.arg(1));
+  const int64_t nb = static_cast<int64_t>(a.batch.size());
+  if (a.n_indexed == 0) return {self};
+  std::vector<int64_t> rperm = result_perm(a);
+  Shape result_shape;
+  Shape gathered = a.batch;
+  gathered.insert(gathered.end(), a.rest.begin(), a.rest.end());
+  for (int64_t p : rperm) result_shape.push_back(gathered[p]);
+  Value values = hlo::convert(c.b, c.tensor(2), self.dtype());
+  // Leading unit dimensions beyond the result's rank are dropped, as __setitem__ does.
+  if (values.rank() > static_cast<int>(result_shape.size())) {
+    Shape s(values.shape().end() - result_shape.size(), values.shape().end());
+    values = hlo::reshape(c.b, values, s);
+  }
+  values = hlo::broadcast_to(c.b, values, result_shape);
+  Value updates = hlo::transpose(c.b, values, inverse(rperm));
+  idx::ScatterDims d;
+  d.update_window_dims = range(nb, nb + static_cast<int64_t>(a.rest.size()));
+  d.inserted_window_dims = range(0, a.n_indexed);
+  d.scatter_dims_to_operand_dims = range(0, a.n_indexed);
+  d.index_vector_dim = nb;
+  Value r = a.self_t;
+  if (updates.type.numel() > 0)
+    r = idx::scatter(c.b, a.self_t, a.coords, updates, d, accumulate ? idx::add_op(self.dtype()) : "");
+  return {hlo::transpose(c.b, r, inverse(a.perm))};
+}
+
+// ---- one dimension ----------------------------------------------------------------------
+
+// index_select(self, dim, index)
+std::vector<Value> lower_index_select(Ctx& c) {
+  Value self = idx::at_least_1d(c.b, c.tensor(0));
+  const int64_t dim = hlo::wrap_dim(c.int_arg(1), c.tensor(0).rank());
+  const Value& index = c.tensor(2);
+  const int64_t n = index.type.numel();
+  Value ind = hlo::reshape(c.b, idx::wrap_index(c.b, index, self.shape()[dim]), {n, 1});
+  idx::GatherDims d;
+  for (int64_t i = 0; i < self.rank(); ++i)
+    if (i != dim) d.offset_dims.push_back(i);
+  d.collapsed_slice_dims = {dim};
+  d.start_index_map = {dim};
+  d.index_vector_dim = 1;
+  d.slice_sizes = self.shape();
+  d.slice_sizes[dim] = 1;
+  // Gather puts the index (batch) dimension first among non-offset positions: with offset_dims
+  // listing every position but `dim`, the batch dimension lands at `dim`.
+  return {hlo::reshape(c.b, idx::gather(c.b, self, ind, d), c.out().shape)};
+}
+
+// Shared body of index_add / index_copy / index_fill: rows `updates` (self's shape with `dim`
+// of size index.numel()) scattered along `dim`.
+Value index_scatter(Ctx& c, const Value& self_in, int64_t dim, const Value& index,
+                    const Value& updates_in, const std::string& combine) {
+  Value self = idx::at_least_1d(c.b, self_in);
+  const int64_t n = index.type.numel();
+  Shape ushape = self.shape();
+  ushape[dim] = n;
+  if (n == 0) return hlo::reshape(c.b, self, c.out().shape);
+  Value updates = updates_in.rank() == 0 ? hlo::broadcast_to(c.b, updates_in, ushape)
+                                         : hlo::reshape(c.b, updates_in, ushape);
+  Value r = idx::scatter_along(c.b, self, dim, hlo::reshape(c.b, index, {n}), updates, combine);
+  return hlo::reshape(c.b, r, c.out().shape);
+}
+
+// index_add(self, dim, index, source, *, alpha): self + alpha * source rows, like the CPU
+// kernel's per-row `add_(source_row, alpha)` (alpha * source in opmath, then the add).
+std::vector<Value> lower_index_add(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
+  const DType t = self.dtype();
+  DType opmath = t == DType::F16 || t == DType::BF16 ? DType::F32 : t;
+  Value src = hlo::convert(c.b, c.tensor(3), opmath);
+  if (c.has(4)) {
+    Value alpha = hlo::convert(c.b, c.tensor(4), opmath);
+    src = t == DType::Bool ? hlo::binary(c.b, "stablehlo.and", src, hlo::broadcast_to(c.b, alpha, src.shape()))
+                           : hlo::mul(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()));
+  }
+  src = hlo::convert(c.b, src, t);
+  return {index_scatter(c, self, dim, c.tensor(2), src, idx::add_op(t))};
+}
+
+// index_copy(self, dim, index, source)
+std::vector<Value> lower_index_copy(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
+  Value src = hlo::convert(c.b, c.tensor(3), self.dtype());
+  return {index_scatter(c, self, dim, c.tensor(2), src, "")};
+}
+
+// index_fill.int_Scalar / int_Tensor(self, dim, index, value)
+std::vector<Value> lower_index_fill(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
+  Value v = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(3), self.dtype()), {});
+  return {index_scatter(c, self, dim, c.tensor(2), v, "")};
+}
+
+// ---- flat indexing ----------------------------------------------------------------------
+
+// take(self, index): self.flatten()[index]
+std::vector<Value> lower_take(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const int64_t numel = self.type.numel();
+  Value flat = hlo::reshape(c.b, self, {numel});
+  const Value& index = c.tensor(1);
+  Value ind = idx::wrap_index(c.b, index, numel);
+  idx::GatherDims d;
+  d.collapsed_slice_dims = {0};
+  d.start_index_map = {0};
+  d.index_vector_dim = index.rank();
+  d.slice_sizes = {1};
+  return {hlo::reshape(c.b, idx::gather(c.b, flat, ind, d), c.out().shape)};
+}
+
+// put(self, index, source, accumulate): self.flatten()[index] = source (or +=)
+std::vector<Value> lower_put(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const int64_t numel = self.type.numel();
+  const int64_t n = c.tensor(1).type.numel();
+  const bool accumulate = c.has(3) && c.bool_arg(3);
+  if (n == 0) return {self};
+  Value flat = hlo::reshape(c.b, self, {numel});
+  Value src = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(2), self.dtype()), {n});
+  Value r = idx::scatter_along(c.b, flat, 0, hlo::reshape(c.b, c.tensor(1), {n}), src,
+                               accumulate ? idx::add_op(self.dtype()) : "");
+  return {hlo::reshape(c.b, r, self.shape())};
+}
+
+// masked_scatter(self, mask, source): the k-th True position of the (broadcast) mask takes
+// source.flatten()[k]. k is an inclusive prefix sum of the mask minus one, computed with a
+// reduce_window over the flat mask; the result is then a gather and a select, all static.
+std::vector<Value> lower_masked_scatter(Ctx& c) {
+  const ir::Type& out = c.out();
+  const int64_t n = out.numel();
+  Value self = hlo::reshape(c.b, hlo::broadcast_to(c.b, c.tensor(0), out.shape), {n});
+  Value mask = hlo::reshape(c.b, hlo::broadcast_to(c.b, c.tensor(1), out.shape), {n});
+  const Value& source = c.tensor(2);
+  const int64_t s = source.type.numel();
+  if (n == 0 || s == 0) return {hlo::reshape(c.b, self, out.shape)};
+  Value m = hlo::convert(c.b, mask, DType::I64);
+  ir::Type scalar{DType::I64, {}};
+  Value zero = hlo::constant_int(c.b, DType::I64, 0);
+  std::string attrs = "window_dimensions = " + ir::i64_array({n}) +
+                      ", padding = dense<[[" + std::to_string(n - 1) + ", 0]]> : tensor<1x2xi64>";
+  Value csum = c.b.op_with_region(
+      "stablehlo.reduce_window", {m, zero}, {m.type}, attrs, {scalar, scalar},
+      [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+        return {hlo::add(rb, a[0], a[1])};
+      })[0];
+  Value pos = hlo::sub(c.b, csum, hlo::full(c.b, csum.type, 1));
+  pos = hlo::max(c.b, pos, hlo::full(c.b, pos.type, 0));
+  pos = hlo::min(c.b, pos, hlo::full(c.b, pos.type, static_cast<double>(s - 1)));
+  Value src = hlo::reshape(c.b, hlo::convert(c.b, source, out.dtype), {s});
+  idx::GatherDims d;
+  d.collapsed_slice_dims = {0};
+  d.start_index_map = {0};
+  d.index_vector_dim = 1;
+  d.slice_sizes = {1};
+  Value picked = idx::gather(c.b, src, pos, d);
+  return {hlo::reshape(c.b, hlo::select(c.b, mask, picked, self), out.shape)};
+}
+
+}  // namespace
+
+TPU_LOWERING("aten::index.Tensor", lower_index);
+TPU_LOWERING("aten::_unsafe_index.Tensor", lower_index);
+TPU_LOWERING("aten::index_put", lower_index_put);
+TPU_LOWERING("aten::_index_put_impl", lower_index_put);
+TPU_LOWERING("aten::_unsafe_index_put", lower_index_put);
+TPU_LOWERING("aten::index_select", lower_index_select);
+TPU_LOWERING("aten::index_add", lower_index_add);
+TPU_LOWERING("aten::index_copy", lower_index_copy);
+TPU_LOWERING("aten::index_fill.int_Scalar", lower_index_fill);
+TPU_LOWERING("aten::index_fill.int_Tensor", lower_index_fill);
+TPU_LOWERING("aten::take", lower_take);
+TPU_LOWERING("aten::put", lower_put);
+TPU_LOWERING("aten::masked_scatter", lower_masked_scatter);
+
+}  // namespace tpu::lowering
