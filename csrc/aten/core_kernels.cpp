@@ -1,0 +1,177 @@
+// Kernels that are not lowerings: allocation, views (metadata only), storage resize/set,
+// copies across devices and reading single values.
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <torch/library.h>
+
+#include "aten/tpu_tensor.h"
+#include "exec/device_context.h"
+
+namespace tpu::aten {
+
+namespace {
+
+c10::DeviceIndex device_index(std::optional<c10::Device> device) {
+  if (device && device->has_index()) return device->index();
+  return current_device();
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>,
+                         std::optional<c10::Device> device, std::optional<bool>) {
+  c10::DeviceIndex saved = current_device();
+  set_current_device(device_index(device));
+  at::Tensor t = at::detail::empty_strided_generic(size, stride, tpu_allocator(),
+                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                   dtype.value_or(c10::get_default_dtype_as_scalartype()));
+  set_current_device(saved);
+  return t;
+}
+
+at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                 std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                 std::optional<bool> pin, std::optional<c10::MemoryFormat> memory_format) {
+  c10::DeviceIndex saved = current_device();
+  set_current_device(device_index(device));
+  at::Tensor t = at::detail::empty_generic(size, tpu_allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                           dtype.value_or(c10::get_default_dtype_as_scalartype()),
+                                           memory_format);
+  set_current_device(saved);
+  return t;
+}
+
+// Grows a storage to `nbytes`; existing contents are kept (through the host: resizing a
+// storage is rare and never on a hot path).
+void grow_storage(const c10::Storage& storage, size_t nbytes) {
+  if (nbytes <= storage.nbytes()) return;
+  exec::Storage* old = static_cast<exec::Storage*>(storage.data_ptr().get_context());
+  c10::DeviceIndex saved = current_device();
+  set_current_device(static_cast<c10::DeviceIndex>(old->device));
+  c10::DataPtr fresh = tpu_allocator()->allocate(nbytes);
+  set_current_device(saved);
+  auto* s = static_cast<exec::Storage*>(fresh.get_context());
+  if (old->buffer) {
+    std::vector<uint8_t> host(nbytes, 0);
+    exec::download(*old->buffer, host.data(), static_cast<size_t>(old->buffer->size_in_bytes()));
+    s->dtype = old->dtype;
+    int64_t n = static_cast<int64_t>(nbytes) / ir::itemsize(old->dtype);
+    s->buffer = exec::upload(host.data(), old->dtype, {n}, old->device);
+  }
+  const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
+  const_cast<c10::Storage&>(storage).set_nbytes(nbytes);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_sizes_contiguous(size);
+  if (memory_format && *memory_format != c10::MemoryFormat::Preserve)
+    impl->empty_tensor_restride(*memory_format);
+  size_t needed = at::detail::computeStorageNbytes(size, self.strides(), self.element_size(),
+                                                   self.storage_offset());
+  grow_storage(self.storage(), needed);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size,
+                        c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device_type() == c10::DeviceType::PrivateUse1,
+              "set_: expected a tpu storage but got ", source.device_type());
+  self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
+  self.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride, offset);
+  size_t needed = at::detail::computeStorageNbytes(size, stride, self.element_size(), offset);
+  grow_storage(self.storage(), needed);
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes()) / self.element_size();
+  return set_storage(self, std::move(source), 0, {n}, {1});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& src) {
+  return set_storage(self, src.storage(), src.storage_offset(), src.sizes(), src.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage s(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), true);
+  return set_storage(self, std::move(s), 0, {0}, {1});
+}
+
+// dst <- src, with broadcasting and dtype conversion, any pair of devices.
+at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool) {
+  if (dst.numel() == 0) return dst;
+  const bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
+  const bool src_tpu = src.device().type() == c10::DeviceType::PrivateUse1;
+  if (!dst_tpu) {  // tpu -> cpu
+    dst.copy_(to_cpu(src));
+    return dst;
+  }
+  at::Tensor source = src;
+  if (!src_tpu) {  // cpu -> tpu: upload, then a device copy if the target is a view
+    at::Tensor host = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    exec::Storage* s = storage_of(dst);
+    ir::DType dtype = to_ir(dst.scalar_type());
+    auto buffer = exec::upload(host.const_data_ptr(), dtype, {host.numel()}, dst.device().index());
+    if (lowering::covers_storage({dst.sizes().vec(), dst.strides().vec(), dst.storage_offset()},
+                                 s->numel_as(dtype))) {
+      s->dtype = dtype;
+      s->buffer = std::move(buffer);
+      return dst;
+    }
+    source = wrap_buffer(std::move(buffer), dst.sizes(), dense_strides(dst.sizes()),
+                         dst.scalar_type(), dst.device().index());
+  }
+  TORCH_CHECK(source.device() == dst.device(), "copy_: expected both tensors on ", dst.device(),
+              " but got ", source.device());
+  run_internal("torch_tpu::view_copy", {source}, {dst},
+               {ir::Type{to_ir(source.scalar_type()), dst.sizes().vec()}}, dst.device().index());
+  return dst;
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  at::Tensor d = dst;
+  copy_(d, self, non_blocking);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  at::native::resize_output(dst, self.sizes());
+  return copy_from(self, dst, false);
+}
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
+  return to_cpu(self).item();
+}
+
+}  // namespace
+
+void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) { grow_storage(storage, nbytes); }
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("copy_", TORCH_FN(copy_));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+}
+
+}  // namespace tpu::aten

@@ -1,0 +1,157 @@
+#include "aten/tpu_tensor.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/ops/empty.h>
+
+#include "exec/device_context.h"
+#include "exec/executor.h"
+
+namespace tpu::aten {
+
+using ir::DType;
+
+ir::DType to_ir(c10::ScalarType t) {
+  switch (t) {
+    case c10::kBool: return DType::Bool;
+    case c10::kByte: return DType::U8;
+    case c10::kChar: return DType::I8;
+    case c10::kShort: return DType::I16;
+    case c10::kInt: return DType::I32;
+    case c10::kLong: return DType::I64;
+    case c10::kUInt16: return DType::U16;
+    case c10::kUInt32: return DType::U32;
+    case c10::kUInt64: return DType::U64;
+    case c10::kHalf: return DType::F16;
+    case c10::kBFloat16: return DType::BF16;
+    case c10::kFloat: return DType::F32;
+    case c10::kDouble: return DType::F64;
+    case c10::kComplexFloat: return DType::C64;
+    case c10::kComplexDouble: return DType::C128;
+    default:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu does not support dtype ", t);
+  }
+}
+
+c10::ScalarType to_torch(ir::DType t) {
+  switch (t) {
+    case DType::Bool: return c10::kBool;
+    case DType::U8: return c10::kByte;
+    case DType::I8: return c10::kChar;
+    case DType::I16: return c10::kShort;
+    case DType::I32: return c10::kInt;
+    case DType::I64: return c10::kLong;
+    case DType::U16: return c10::kUInt16;
+    case DType::U32: return c10::kUInt32;
+    case DType::U64: return c10::kUInt64;
+    case DType::F16: return c10::kHalf;
+    case DType::BF16: return c10::kBFloat16;
+    case DType::F32: return c10::kFloat;
+    case DType::F64: return c10::kDouble;
+    case DType::C64: return c10::kComplexFloat;
+    case DType::C128: return c10::kComplexDouble;
+  }
+  return c10::kFloat;
+}
+
+std::vector<int64_t> dense_strides(c10::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+exec::Storage* storage_of(const at::TensorBase& t) {
+  auto* s = static_cast<exec::Storage*>(t.storage().data_ptr().get_context());
+  TORCH_INTERNAL_ASSERT(s != nullptr, "tpu tensor without a device storage");
+  return s;
+}
+
+int add_view(exec::OpCall& call, const at::Tensor& t) {
+  exec::Storage* s = storage_of(t);
+  int index = -1;
+  for (size_t i = 0; i < call.storages.size(); ++i)
+    if (call.storages[i] == s) index = static_cast<int>(i);
+  if (index < 0) {
+    index = static_cast<int>(call.storages.size());
+    call.storages.push_back(s);
+  }
+  exec::TensorView v;
+  v.storage = index;
+  v.dtype = to_ir(t.scalar_type());
+  v.geometry.sizes = t.sizes().vec();
+  v.geometry.strides = t.strides().vec();
+  v.geometry.offset = t.storage_offset();
+  call.views.push_back(std::move(v));
+  return static_cast<int>(call.views.size()) - 1;
+}
+
+at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                       c10::ScalarType dtype, c10::DeviceIndex device) {
+  c10::DeviceIndex saved = current_device();
+  set_current_device(device);
+  at::Tensor t = at::detail::empty_strided_generic(sizes, strides, tpu_allocator(),
+                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                   dtype);
+  set_current_device(saved);
+  exec::Storage* s = storage_of(t);
+  s->dtype = to_ir(dtype);
+  s->buffer = std::move(buffer);
+  return t;
+}
+
+std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Tensor>& inputs,
+                                     const std::vector<at::Tensor>& written,
+                                     const std::vector<ir::Type>& result_types,
+                                     c10::DeviceIndex device) {
+  const lowering::Lowering* l = lowering::find_lowering(name);
+  TORCH_INTERNAL_ASSERT(l != nullptr, "missing internal lowering ", name);
+  exec::OpCall call;
+  call.lowering = l;
+  call.op_name = name;
+  call.device = device;
+  for (const at::Tensor& t : inputs) {
+    exec::ArgSpec a;
+    a.kind = lowering::Arg::Kind::Tensor;
+    a.view = add_view(call, t);
+    call.args.push_back(a);
+  }
+  for (const at::Tensor& t : written) call.written_views.push_back(add_view(call, t));
+  exec::CompiledOpPtr op = exec::find_or_compile(call, [&] {
+    exec::OutputPlan plan;
+    plan.result_types = result_types;
+    for (size_t k = written.size(); k < result_types.size(); ++k) {
+      const ir::Type& t = result_types[k];
+      plan.new_outputs.push_back({t.shape, dense_strides(t.shape), t.dtype});
+    }
+    return plan;
+  });
+  std::vector<runtime::BufferPtr> outs = exec::launch(*op, call);
+  std::vector<at::Tensor> result;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const auto& n = op->plan.new_outputs[k];
+    result.push_back(wrap_buffer(outs[k], n.sizes, n.strides, to_torch(n.dtype), device));
+  }
+  return result;
+}
+
+at::Tensor to_cpu(const at::Tensor& t) {
+  at::Tensor src = t;
+  exec::Storage* s = storage_of(src);
+  DType dtype = to_ir(t.scalar_type());
+  bool whole = s->buffer && s->dtype == dtype &&
+               lowering::covers_storage({t.sizes().vec(), t.strides().vec(), t.storage_offset()},
+                                        s->numel_as(dtype));
+  if (!whole) {
+    src = run_internal("torch_tpu::view_copy", {t}, {}, {ir::Type{dtype, t.sizes().vec()}},
+                       t.device().index())[0];
+    s = storage_of(src);
+  }
+  at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
+  if (out.numel() > 0) exec::download(*s->buffer, out.data_ptr(), out.nbytes());
+  return out;
+}
+
+}  // namespace tpu::aten

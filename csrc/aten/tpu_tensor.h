@@ -1,0 +1,37 @@
+// Glue between at::Tensor and the torch-free exec layer.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/core/Allocator.h>
+
+#include "exec/op_call.h"
+#include "exec/storage.h"
+
+namespace tpu::aten {
+
+ir::DType to_ir(c10::ScalarType t);
+c10::ScalarType to_torch(ir::DType t);
+
+// The device storage behind a tpu tensor.
+exec::Storage* storage_of(const at::TensorBase& t);
+c10::Allocator* tpu_allocator();
+c10::DeviceIndex current_device();
+void set_current_device(c10::DeviceIndex d);
+c10::DeviceIndex device_count();
+
+std::vector<int64_t> dense_strides(c10::IntArrayRef sizes);
+// Grows a storage in place to `nbytes`, keeping its contents.
+void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
+// Adds `t`'s storage (deduplicated) and view to `call`; returns the view index.
+int add_view(exec::OpCall& call, const at::Tensor& t);
+// A fresh tpu tensor whose storage holds `buffer` laid out with `strides`.
+at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                       c10::ScalarType dtype, c10::DeviceIndex device);
+// A contiguous CPU copy of a tpu tensor (synchronizes).
+at::Tensor to_cpu(const at::Tensor& t);
+// Runs an internal lowering (e.g. "torch_tpu::view_copy") over tpu tensors as a one-op program.
+std::vector<at::Tensor> run_internal(const char* lowering, const std::vector<at::Tensor>& inputs,
+                                     const std::vector<at::Tensor>& written,
+                                     const std::vector<ir::Type>& result_types,
+                                     c10::DeviceIndex device);
+
+}  // namespace tpu::aten

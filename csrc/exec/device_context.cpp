@@ -1,0 +1,102 @@
+#include "exec/device_context.h"
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+
+#include "exec/metrics.h"
+
+namespace tpu::exec {
+
+namespace {
+std::mutex g_init_mutex;
+std::unique_ptr<runtime::Client> g_client;
+std::string g_plugin_path;
+// Set at import; the plugin is loaded on first use so `import torch` stays cheap.
+std::string g_configured_path, g_configured_error;
+std::map<std::string, int64_t> g_configured_options;
+std::atomic<Mode> g_mode{Mode::Strict};
+}  // namespace
+
+void init_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options) {
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  if (g_client) {
+    if (plugin_path != g_plugin_path)
+      throw std::runtime_error("torch_tpu: the PJRT runtime is already initialised with '" +
+                               g_plugin_path + "'");
+    return;
+  }
+  auto plugin = runtime::Plugin::load(plugin_path);
+  g_client = std::make_unique<runtime::Client>(plugin, options);
+  g_plugin_path = plugin_path;
+}
+
+bool runtime_initialized() { return g_client != nullptr; }
+
+void configure_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options,
+                       const std::string& error) {
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  g_configured_path = plugin_path;
+  g_configured_options = options;
+  g_configured_error = error;
+}
+
+runtime::Client& client() {
+  if (!g_client) {
+    std::string path, error;
+    std::map<std::string, int64_t> options;
+    {
+      std::lock_guard<std::mutex> lock(g_init_mutex);
+      path = g_configured_path;
+      error = g_configured_error;
+      options = g_configured_options;
+    }
+    if (!error.empty()) throw std::runtime_error(error);
+    if (path.empty())
+      throw std::runtime_error("torch_tpu: the PJRT runtime is not configured (import torch_tpu)");
+    init_runtime(path, options);
+  }
+  return *g_client;
+}
+
+PJRT_Buffer_Type pjrt_type(ir::DType dtype) {
+  using ir::DType;
+  switch (dtype) {
+    case DType::Bool: return PJRT_Buffer_Type_PRED;
+    case DType::U8: return PJRT_Buffer_Type_U8;
+    case DType::I8: return PJRT_Buffer_Type_S8;
+    case DType::I16: return PJRT_Buffer_Type_S16;
+    case DType::I32: return PJRT_Buffer_Type_S32;
+    case DType::I64: return PJRT_Buffer_Type_S64;
+    case DType::U16: return PJRT_Buffer_Type_U16;
+    case DType::U32: return PJRT_Buffer_Type_U32;
+    case DType::U64: return PJRT_Buffer_Type_U64;
+    case DType::F16: return PJRT_Buffer_Type_F16;
+    case DType::BF16: return PJRT_Buffer_Type_BF16;
+    case DType::F32: return PJRT_Buffer_Type_F32;
+    case DType::F64: return PJRT_Buffer_Type_F64;
+    case DType::C64: return PJRT_Buffer_Type_C64;
+    case DType::C128: return PJRT_Buffer_Type_C128;
+  }
+  return PJRT_Buffer_Type_INVALID;
+}
+
+runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
+                          int device) {
+  int64_t n = ir::itemsize(dtype);
+  for (int64_t d : dims) n *= d;
+  counters().h2d_transfers++;
+  counters().h2d_bytes += n;
+  return client().buffer_from_host(data, pjrt_type(dtype), dims, device);
+}
+
+void download(const runtime::Buffer& buffer, void* dst, size_t nbytes) {
+  counters().d2h_transfers++;
+  counters().d2h_bytes += nbytes;
+  buffer.to_host(dst, nbytes);
+}
+
+Mode mode() { return g_mode.load(); }
+void set_mode(Mode m) { g_mode.store(m); }
+
+}  // namespace tpu::exec

@@ -1,0 +1,35 @@
+// The process's PJRT client (one plugin, its addressable devices) and host<->device transfers.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "runtime/client.h"
+
+namespace tpu::exec {
+
+// Loads `plugin_path` and creates the client. Called once (from Python, which chooses the
+// plugin); later calls with the same path are no-ops.
+void init_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options);
+bool runtime_initialized();
+// Records which plugin to load on first use (or the error to raise then, when none was found).
+void configure_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options,
+                       const std::string& error);
+// The client, created on first use from the configured plugin.
+runtime::Client& client();
+
+PJRT_Buffer_Type pjrt_type(ir::DType dtype);
+// Uploads dense host data; counts the transfer.
+runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
+                          int device);
+// Downloads a whole buffer into `dst`; counts the transfer.
+void download(const runtime::Buffer& buffer, void* dst, size_t nbytes);
+
+// Eager execution modes. Debug waits after every op so errors surface at the op that caused them.
+enum class Mode { Strict, Debug };
+Mode mode();
+void set_mode(Mode m);
+
+}  // namespace tpu::exec

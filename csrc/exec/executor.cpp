@@ -1,0 +1,131 @@
+#include "exec/executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "exec/device_context.h"
+#include "exec/metrics.h"
+
+namespace tpu::exec {
+
+namespace {
+
+// Runtime scalars (learning rates, epsilons, Python numbers) repeat: keep their device copies.
+runtime::BufferPtr scalar_buffer(const HostScalar& s, int device) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, ir::DType, std::array<uint8_t, 16>>, runtime::BufferPtr> cache;
+  auto key = std::make_tuple(device, s.dtype, s.bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 4096) cache.clear();
+  auto buffer = upload(s.bytes.data(), s.dtype, {}, device);
+  cache.emplace(key, buffer);
+  return buffer;
+}
+
+runtime::BufferPtr zeros_buffer(ir::DType dtype, int64_t numel, int device) {
+  std::vector<uint8_t> zeros(static_cast<size_t>(numel) * ir::itemsize(dtype), 0);
+  return upload(zeros.data(), dtype, {numel}, device);
+}
+
+// One output of each recent launch, so synchronize() can wait for all launched work.
+std::mutex g_pending_mutex;
+std::vector<runtime::BufferPtr> g_pending;
+
+void track(const runtime::BufferPtr& b) {
+  std::vector<runtime::BufferPtr> done;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mutex);
+    g_pending.push_back(b);
+    if (g_pending.size() < 512) return;
+    done.assign(g_pending.begin(), g_pending.begin() + 256);
+    g_pending.erase(g_pending.begin(), g_pending.begin() + 256);
+  }
+  for (auto& d : done) d->await_ready();
+}
+
+}  // namespace
+
+void synchronize() {
+  std::vector<runtime::BufferPtr> pending;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mutex);
+    pending.swap(g_pending);
+  }
+  for (auto& b : pending) b->await_ready();
+}
+
+CompiledOpPtr find_or_compile(const OpCall& call, const std::function<OutputPlan()>& make_plan) {
+  counters().ops_dispatched++;
+  std::string key = call.key();
+  if (CompiledOpPtr op = op_cache().find(key)) {
+    counters().cache_hits++;
+    op->uses++;
+    return op;
+  }
+  counters().cache_misses++;
+  OutputPlan plan = make_plan();
+  auto op = std::make_shared<CompiledOp>();
+  op->op_name = call.op_name;
+  std::string mlir = build_program(call, plan, op->layout);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    op->executable = client().compile(mlir);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("torch_tpu: compiling ") + call.op_name +
+                             " failed: " + e.what() + "\n--- program ---\n" + mlir);
+  }
+  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - t0).count();
+  op->compile_seconds = nanos * 1e-9;
+  op->plan = std::move(plan);
+  counters().compiles++;
+  counters().compile_nanos += nanos;
+  op->uses++;
+  op_cache().insert(key, op);
+  return op;
+}
+
+std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call) {
+  std::vector<runtime::BufferPtr> keep;  // keeps inputs alive through the launch
+  std::vector<PJRT_Buffer*> args;
+  for (int s : op.layout.input_storages) {
+    Storage* st = call.storages[s];
+    runtime::BufferPtr buf = st->buffer;
+    if (!buf) {
+      ir::DType dtype = storage_dtype(call, s);
+      buf = zeros_buffer(dtype, storage_numel(call, s), call.device);
+    }
+    args.push_back(buf->raw());
+    keep.push_back(std::move(buf));
+  }
+  for (const HostScalar& h : call.scalars) {
+    keep.push_back(scalar_buffer(h, call.device));
+    args.push_back(keep.back()->raw());
+  }
+  if (call.random) {
+    uint64_t state[2] = {call.seed, call.rng_offset};
+    keep.push_back(upload(state, ir::DType::U64, {2}, call.device));
+    args.push_back(keep.back()->raw());
+  }
+  std::vector<runtime::BufferPtr> outs =
+      op.executable->execute(args, client().device(call.device));
+  counters().executions++;
+  if (mode() == Mode::Debug) {
+    for (const auto& o : outs) o->await_ready();
+  } else if (!outs.empty()) {
+    track(outs[0]);
+  }
+  const size_t num_written = op.layout.written_storages.size();
+  for (size_t k = 0; k < num_written; ++k) {
+    Storage* st = call.storages[op.layout.written_storages[k]];
+    st->dtype = op.layout.written_dtypes[k];
+    st->buffer = outs[k];
+  }
+  return std::vector<runtime::BufferPtr>(outs.begin() + num_written, outs.end());
+}
+
+}  // namespace tpu::exec

@@ -1,0 +1,29 @@
+// Process-wide counters: what ran, what compiled, what moved between host and device.
+#pragma once
+#include <atomic>
+#include <map>
+#include <string>
+
+namespace tpu::exec {
+
+struct Counters {
+  std::atomic<int64_t> ops_dispatched{0};
+  std::atomic<int64_t> executions{0};
+  std::atomic<int64_t> compiles{0};
+  std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> cache_misses{0};
+  std::atomic<int64_t> compile_nanos{0};
+  std::atomic<int64_t> h2d_transfers{0};
+  std::atomic<int64_t> h2d_bytes{0};
+  std::atomic<int64_t> d2h_transfers{0};
+  std::atomic<int64_t> d2h_bytes{0};
+};
+
+Counters& counters();
+void count_fallback(const std::string& op);
+std::map<std::string, int64_t> fallback_counts();
+// Every counter by name (compile seconds as "compile_seconds" in the double map).
+std::map<std::string, double> metrics_snapshot();
+void reset_metrics();
+
+}  // namespace tpu::exec

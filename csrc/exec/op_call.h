@@ -1,0 +1,71 @@
+// A torch-free description of one op invocation: which storages and views it reads, which views
+// it writes, its non-tensor arguments and runtime scalars. The aten glue builds it from the
+// dispatcher stack; exec keys, compiles and runs it.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/storage.h"
+#include "lowering/registry.h"
+#include "lowering/storage_view.h"
+
+namespace tpu::exec {
+
+struct TensorView {
+  int storage = -1;  // index into OpCall::storages
+  ir::DType dtype = ir::DType::F32;
+  lowering::ViewGeometry geometry;
+};
+
+struct HostScalar {
+  ir::DType dtype = ir::DType::F64;
+  std::array<uint8_t, 16> bytes{};
+};
+
+struct ArgSpec {
+  lowering::Arg::Kind kind = lowering::Arg::Kind::None;
+  int view = -1;                // Tensor living in a device storage
+  int scalar = -1;              // Tensor or Scalar passed as a runtime 0-d value (host scalar)
+  std::vector<int> list_views;  // TensorList (-1 for None entries)
+  bool wrapped_number = false;
+  bool is_static = false;       // Scalar whose value is compile-time (i / d below)
+  int64_t i = 0;
+  double d = 0;
+  std::vector<int64_t> ints;
+  std::string s;
+};
+
+struct OpCall {
+  const lowering::Lowering* lowering = nullptr;
+  std::string op_name;
+  int device = 0;
+  std::vector<ArgSpec> args;        // the functional op's arguments
+  std::vector<TensorView> views;
+  std::vector<Storage*> storages;   // unique
+  std::vector<HostScalar> scalars;
+  std::vector<int> written_views;   // views the op writes, in result order
+  bool random = false;
+  uint64_t seed = 0, rng_offset = 0;
+
+  // Compact bytes identifying everything the compiled program depends on.
+  std::string key() const;
+};
+
+// Types and layouts of an op's results, computed once by PyTorch's meta kernels on a cache miss.
+struct OutputPlan {
+  struct NewOutput {
+    std::vector<int64_t> sizes, strides;
+    ir::DType dtype;
+  };
+  std::vector<ir::Type> result_types;   // what the lowering returns
+  std::vector<NewOutput> new_outputs;   // results after the written ones
+  std::vector<int> return_counts;       // new outputs per non-aliasing return (lists > 1)
+};
+
+// Dtype that the storage holds (or will hold once first written through `view`).
+ir::DType storage_dtype(const OpCall& call, int storage);
+int64_t storage_numel(const OpCall& call, int storage);
+
+}  // namespace tpu::exec

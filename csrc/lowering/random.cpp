@@ -1,0 +1,124 @@
+// Random ops: in-place samplers used by rand/randn/randint/init, bernoulli and dropout.
+#include "lowering/elementwise_util.h"
+#include "lowering/random_bits.h"
+
+namespace tpu::lowering {
+
+namespace {
+
+using ir::DType;
+using ir::Value;
+
+DType sample_type(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
+
+// normal_(self, mean, std, *, generator)
+std::vector<Value> lower_normal_(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType st = sample_type(out.dtype);
+  Value z = standard_normal(c.b, c.rng_state, out.shape, st);
+  Value v = hlo::add(c.b, hlo::mul(c.b, z, operand(c, 2, st, out.shape)), operand(c, 1, st, out.shape));
+  return {hlo::convert(c.b, v, out.dtype)};
+}
+
+// uniform_(self, from, to, *, generator)
+std::vector<Value> lower_uniform_(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType st = sample_type(out.dtype);
+  Value u = uniform01(c.b, c.rng_state, out.shape, st);
+  Value from = operand(c, 1, st, out.shape), to = operand(c, 2, st, out.shape);
+  Value v = hlo::add(c.b, from, hlo::mul(c.b, u, hlo::sub(c.b, to, from)));
+  return {hlo::convert(c.b, v, out.dtype)};
+}
+
+// exponential_(self, lambd, *, generator): -log(1 - u) / lambd
+std::vector<Value> lower_exponential_(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType st = sample_type(out.dtype);
+  Value u = uniform01(c.b, c.rng_state, out.shape, st);
+  Value v = hlo::neg(c.b, hlo::unary(c.b, "stablehlo.log_plus_one", hlo::neg(c.b, u)));
+  v = hlo::div(c.b, v, operand(c, 1, st, out.shape));
+  return {hlo::convert(c.b, v, out.dtype)};
+}
+
+// bernoulli_.float(self, p, *, generator) and bernoulli_.Tensor(self, p_tensor, *, generator)
+std::vector<Value> lower_bernoulli_(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType st = sample_type(c.tensor(1).dtype() == DType::F64 ? DType::F64 : out.dtype);
+  Value u = uniform01(c.b, c.rng_state, out.shape, st);
+  Value hit = hlo::compare(c.b, u, operand(c, 1, st, out.shape), "LT");
+  return {hlo::convert(c.b, hit, out.dtype)};
+}
+
+// random_.from(self, from, to?, *, generator): integers in [from, to)
+Value random_range(Ctx& c, Value low, Value high) {
+  const ir::Type& out = c.out();
+  ir::Type u64{DType::U64, out.shape};
+  Value r = random_u64(c.b, c.rng_state, out.shape);
+  Value lo = hlo::broadcast_to(c.b, low, out.shape), hi = hlo::broadcast_to(c.b, high, out.shape);
+  Value span = hlo::convert(c.b, hlo::sub(c.b, hi, lo), DType::U64);
+  Value offset = c.b.op1("stablehlo.remainder", {r, span}, u64);
+  Value v = hlo::add(c.b, hlo::convert(c.b, offset, DType::I64), lo);
+  return hlo::convert(c.b, v, out.dtype);
+}
+
+std::vector<Value> lower_random_from_(Ctx& c) {
+  Value low = hlo::convert(c.b, hlo::constant_int(c.b, DType::I64, c.int_arg(1)), DType::I64);
+  int64_t high = c.has(2) ? c.int_arg(2) : (int64_t{1} << std::min(63, ir::itemsize(c.out().dtype) * 8 - 1));
+  return {random_range(c, low, hlo::constant_int(c.b, DType::I64, high))};
+}
+
+std::vector<Value> lower_random_to_(Ctx& c) {
+  return {random_range(c, hlo::constant_int(c.b, DType::I64, 0), hlo::constant_int(c.b, DType::I64, c.int_arg(1)))};
+}
+
+std::vector<Value> lower_random_(Ctx& c) {
+  DType t = c.out().dtype;
+  int64_t high = ir::is_floating(t) ? (t == DType::F64 ? (int64_t{1} << 53) : t == DType::F32 ? (1 << 24) : (1 << 11))
+                                    : (t == DType::Bool ? 2 : int64_t{1} << std::min(63, ir::itemsize(t) * 8 - (ir::is_unsigned(t) ? 0 : 1)));
+  if (t == DType::U8) high = 256;
+  return {random_range(c, hlo::constant_int(c.b, DType::I64, 0), hlo::constant_int(c.b, DType::I64, high))};
+}
+
+// native_dropout(input, p, train?) -> (output, mask)
+std::vector<Value> lower_native_dropout(Ctx& c) {
+  const ir::Type& out = c.out(0);
+  DType st = sample_type(out.dtype);
+  bool train = !c.has(2) || c.bool_arg(2);
+  Value x = c.tensor(0);
+  if (!train) return {x, hlo::full(c.b, ir::Type{DType::Bool, out.shape}, 1)};
+  Value p = operand(c, 1, st, out.shape);
+  Value u = uniform01(c.b, c.rng_state, out.shape, st);
+  Value keep = hlo::compare(c.b, u, hlo::sub(c.b, hlo::full(c.b, p.type, 1.0), p), "LT");
+  // Scale 1/(1-p), as CPU (p == 1 gives zeros).
+  Value one_minus = hlo::sub(c.b, hlo::full(c.b, p.type, 1.0), p);
+  Value scale = hlo::select(c.b, hlo::compare(c.b, one_minus, hlo::full(c.b, p.type, 0.0), "EQ"),
+                            hlo::full(c.b, p.type, 0.0), hlo::div(c.b, hlo::full(c.b, p.type, 1.0), one_minus));
+  Value xs = hlo::mul(c.b, hlo::convert(c.b, x, st), scale);
+  Value y = hlo::select(c.b, keep, xs, hlo::full(c.b, xs.type, 0.0));
+  return {hlo::convert(c.b, y, out.dtype), keep};
+}
+
+// native_dropout_backward(grad_output, mask, scale)
+std::vector<Value> lower_native_dropout_backward(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType st = out.dtype == DType::F64 ? DType::F64 : DType::F32;
+  Value g = hlo::convert(c.b, c.tensor(0), st);
+  Value m = hlo::convert(c.b, c.tensor(1), st);
+  Value v = hlo::mul(c.b, hlo::mul(c.b, g, m), operand(c, 2, st, out.shape));
+  return {hlo::convert(c.b, v, out.dtype)};
+}
+
+}  // namespace
+
+TPU_LOWERING("aten::normal_", lower_normal_);
+TPU_LOWERING("aten::uniform_", lower_uniform_);
+TPU_LOWERING("aten::exponential_", lower_exponential_);
+TPU_LOWERING("aten::bernoulli_.float", lower_bernoulli_);
+TPU_LOWERING("aten::bernoulli_.Tensor", lower_bernoulli_);
+TPU_LOWERING("aten::random_.from", lower_random_from_);
+TPU_LOWERING("aten::random_.to", lower_random_to_);
+TPU_LOWERING("aten::random_", lower_random_);
+TPU_LOWERING("aten::native_dropout", lower_native_dropout, 0, /*random=*/true);
+TPU_LOWERING("aten::native_dropout_backward", lower_native_dropout_backward);
+
+}  // namespace tpu::lowering

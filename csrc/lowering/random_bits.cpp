@@ -1,0 +1,62 @@
+#include "lowering/random_bits.h"
+
+#include <cmath>
+
+#include "lowering/hlo.h"
+
+namespace tpu::lowering {
+
+using ir::DType;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+Value bits(ir::Builder& b, const Value& state, const ir::Shape& shape, DType bits_type) {
+  return b.op("stablehlo.rng_bit_generator", {state}, {state.type, Type{bits_type, shape}},
+              "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>")[1];
+}
+
+}  // namespace
+
+Value random_u64(ir::Builder& b, const Value& state, const ir::Shape& shape) {
+  return bits(b, state, shape, DType::U64);
+}
+
+Value uniform01(ir::Builder& b, const Value& state, const ir::Shape& shape, DType dtype) {
+  // Mantissa bits under the exponent of 1.0 give a value in [1, 2); subtract 1.
+  if (dtype == DType::F64) {
+    Value r = bits(b, state, shape, DType::U64);
+    Type t{DType::U64, shape};
+    Value mant = b.op1("stablehlo.shift_right_logical", {r, hlo::full(b, t, 12)}, t);
+    Value one_bits = b.op1("stablehlo.or", {mant, b.op1("stablehlo.constant", {}, t,
+                                                          "value = dense<4607182418800017408> : " + t.str())}, t);
+    Value f = b.op1("stablehlo.bitcast_convert", {one_bits}, Type{DType::F64, shape});
+    return hlo::sub(b, f, hlo::full(b, f.type, 1.0));
+  }
+  Value r = bits(b, state, shape, DType::U32);
+  Type t{DType::U32, shape};
+  Value mant = b.op1("stablehlo.shift_right_logical", {r, hlo::full(b, t, 9)}, t);
+  Value one_bits = b.op1("stablehlo.or", {mant, hlo::full(b, t, 1065353216.0)}, t);
+  Value f = b.op1("stablehlo.bitcast_convert", {one_bits}, Type{DType::F32, shape});
+  return hlo::sub(b, f, hlo::full(b, f.type, 1.0));
+}
+
+Value standard_normal(ir::Builder& b, const Value& state, const ir::Shape& shape, DType dtype) {
+  // Box-Muller on two independent uniform halves of one draw.
+  ir::Shape doubled = shape;
+  doubled.insert(doubled.begin(), 2);
+  Value u = uniform01(b, state, doubled, dtype);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  Value flat = hlo::reshape(b, u, {2, n});
+  Value u1 = hlo::reshape(b, hlo::slice(b, flat, {0, 0}, {1, n}), shape);
+  Value u2 = hlo::reshape(b, hlo::slice(b, flat, {1, 0}, {2, n}), shape);
+  u1 = hlo::sub(b, hlo::full(b, u1.type, 1.0), u1);  // (0, 1]: log stays finite
+  Value radius = hlo::unary(b, "stablehlo.sqrt",
+                            hlo::mul(b, hlo::full(b, u1.type, -2.0), hlo::unary(b, "stablehlo.log", u1)));
+  Value angle = hlo::mul(b, hlo::full(b, u2.type, 2.0 * M_PI), u2);
+  return hlo::mul(b, radius, hlo::unary(b, "stablehlo.cosine", angle));
+}
+
+}  // namespace tpu::lowering

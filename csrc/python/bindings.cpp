@@ -1,0 +1,100 @@
+// torch_tpu._C: the Python face of the runtime, modes, metrics and caches.
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include "aten/generator.h"
+#include "aten/tpu_tensor.h"
+#include "exec/compile_cache.h"
+#include "exec/device_context.h"
+#include "exec/executor.h"
+#include "exec/metrics.h"
+#include "lowering/registry.h"
+
+namespace tpu::aten {
+void register_hooks();
+int register_lowered_ops();
+void set_cpu_fallback(bool enabled);
+bool cpu_fallback_enabled();
+}  // namespace tpu::aten
+
+namespace py = pybind11;
+using namespace tpu;
+
+PYBIND11_MODULE(_C, m) {
+  m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
+        py::arg("error"));
+  m.def("_register", [] {
+    aten::register_hooks();
+    return aten::register_lowered_ops();
+  });
+  m.def("_is_initialized", &exec::runtime_initialized);
+  m.def("_device_count", [] { return static_cast<int>(exec::client().device_count()); });
+  m.def("_runtime_info", [] {
+    runtime::Client& c = exec::client();
+    py::dict d;
+    d["plugin_path"] = c.plugin().path();
+    d["platform_name"] = c.platform_name();
+    d["platform_version"] = c.platform_version();
+    d["pjrt_api_version"] = std::to_string(c.plugin().api_major()) + "." + std::to_string(c.plugin().api_minor());
+    d["device_kind"] = c.device_count() ? c.device_kind(0) : std::string();
+    d["attributes"] = c.plugin().attributes();
+    return d;
+  });
+  m.def("_synchronize", [] {
+    py::gil_scoped_release release;
+    exec::synchronize();
+  });
+  m.def("_set_mode", [](const std::string& mode) {
+    if (mode == "strict") exec::set_mode(exec::Mode::Strict);
+    else if (mode == "debug") exec::set_mode(exec::Mode::Debug);
+    else throw std::invalid_argument("unknown eager mode '" + mode + "' (expected 'strict' or 'debug')");
+  });
+  m.def("_get_mode", [] { return exec::mode() == exec::Mode::Debug ? "debug" : "strict"; });
+  m.def("_set_cpu_fallback", &aten::set_cpu_fallback);
+  m.def("_cpu_fallback_enabled", &aten::cpu_fallback_enabled);
+  m.def("_metrics", &exec::metrics_snapshot);
+  m.def("_fallback_counts", &exec::fallback_counts);
+  m.def("_reset_metrics", &exec::reset_metrics);
+  m.def("_cache_info", [] {
+    py::dict d;
+    d["size"] = exec::op_cache().size();
+    d["capacity"] = exec::op_cache().capacity();
+    py::list entries;
+    for (const auto& e : exec::op_cache().entries()) {
+      py::dict x;
+      x["op"] = e.op_name;
+      x["compile_seconds"] = e.compile_seconds;
+      x["uses"] = e.uses;
+      x["key_bytes"] = e.key_bytes;
+      entries.append(x);
+    }
+    d["entries"] = entries;
+    return d;
+  });
+  m.def("_cache_clear", [] { exec::op_cache().clear(); });
+  m.def("_cache_set_capacity", [](size_t n) { exec::op_cache().set_capacity(n); });
+  m.def("_memory_stats", [] {
+    runtime::MemoryStats s = runtime::memory_stats();
+    py::dict d;
+    d["allocated_bytes"] = s.allocated_bytes;
+    d["peak_bytes"] = s.peak_bytes;
+    d["num_allocs"] = s.num_allocs;
+    d["num_frees"] = s.num_frees;
+    return d;
+  });
+  m.def("_reset_peak_memory", &runtime::reset_peak_memory);
+  m.def("_default_generator", [](int device) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(aten::default_generator(static_cast<c10::DeviceIndex>(device))));
+  });
+  m.def("_lowering_names", [] {
+    std::vector<std::string> names;
+    for (const auto* l : lowering::all_lowerings()) names.push_back(l->name);
+    return names;
+  });
+  m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });
+  m.def("_set_device", [](int d) {
+    TORCH_CHECK(d >= 0 && d < aten::device_count(), "Invalid device, tpu:", d);
+    aten::set_current_device(static_cast<c10::DeviceIndex>(d));
+  });
+}

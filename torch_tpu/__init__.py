@@ -1,0 +1,83 @@
+"""torch_tpu: PyTorch's `tpu` device, executed through OpenXLA PJRT.
+
+Importing this package (which `import torch` does through the `torch.backends` entry point)
+registers PrivateUse1 as `tpu`, the `torch.tpu` module and the generated Tensor/Module methods.
+The PJRT plugin is loaded on first use of the device.
+"""
+
+import contextlib
+import os
+
+import torch
+
+torch.utils.rename_privateuse1_backend("tpu")
+
+from torch_tpu import _C  # noqa: E402
+from torch_tpu import _plugin  # noqa: E402
+
+_path, _error = _plugin.find_plugin()
+_C._configure_runtime(_path, _plugin.create_options(_path) if _path else {}, _error)
+_num_lowered_ops = _C._register()
+
+from torch_tpu import device as _device_module  # noqa: E402
+from torch_tpu import metrics  # noqa: E402
+
+torch._register_device_module("tpu", _device_module)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+)
+
+__all__ = ["metrics", "sync", "set_eager_mode", "get_eager_mode", "eager_mode", "cpu_fallback"]
+
+
+def sync():
+    """Waits for all launched work (an explicit materialization point)."""
+    _C._synchronize()
+
+
+def set_eager_mode(mode):
+    """'strict' (default: one executable per op, asynchronous) or 'debug' (wait after every
+    op so an execution error is raised by the op that caused it)."""
+    _C._set_mode(mode)
+
+
+def get_eager_mode():
+    return _C._get_mode()
+
+
+@contextlib.contextmanager
+def eager_mode(mode):
+    previous = get_eager_mode()
+    set_eager_mode(mode)
+    try:
+        yield
+    finally:
+        set_eager_mode(previous)
+
+
+@contextlib.contextmanager
+def cpu_fallback(enabled=True):
+    """Runs ops without a tpu lowering on the CPU (warning once per op, counted in metrics)."""
+    previous = _C._cpu_fallback_enabled()
+    _C._set_cpu_fallback(enabled)
+    try:
+        yield
+    finally:
+        _C._set_cpu_fallback(previous)
+
+
+def _apply_environment():
+    mode = os.environ.get("TORCH_TPU_EAGER_MODE")
+    if os.environ.get("TORCH_TPU_LAUNCH_BLOCKING", "0") not in ("", "0"):
+        mode = "debug"
+    if mode:
+        set_eager_mode(mode)
+    if os.environ.get("TORCH_TPU_CPU_FALLBACK", "0") not in ("", "0"):
+        _C._set_cpu_fallback(True)
+
+
+_apply_environment()
+
+
+def _autoload():
+    """Entry point of the `torch.backends` group: importing the package is the whole job."""

@@ -1,0 +1,201 @@
+"""`torch.tpu`: the device module, mirroring `torch.cuda`'s common surface."""
+
+from collections import namedtuple
+
+import torch
+
+from torch_tpu import _C
+
+__all__ = [
+    "is_available", "device_count", "current_device", "set_device", "synchronize",
+    "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
+    "set_rng_state", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
+    "memory_stats", "mem_get_info", "empty_cache", "get_device_name",
+    "get_device_properties", "is_bf16_supported", "default_generator", "device",
+    "get_amp_supported_dtype", "is_initialized", "current_stream", "_is_in_bad_fork",
+]
+
+_DeviceProperties = namedtuple(
+    "_DeviceProperties",
+    ["name", "platform_name", "platform_version", "pjrt_api_version", "device_kind",
+     "plugin_path", "total_memory", "attributes"],
+)
+
+
+def _index(device=None):
+    if device is None:
+        return _C._current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "tpu":
+        raise ValueError(f"Expected a tpu device, but got: {device}")
+    return _C._current_device() if device.index is None else device.index
+
+
+def is_available():
+    try:
+        return _C._device_count() > 0
+    except RuntimeError:
+        return False
+
+
+def is_initialized():
+    return _C._is_initialized()
+
+
+def device_count():
+    try:
+        return _C._device_count()
+    except RuntimeError:
+        return 0
+
+
+def current_device():
+    return _C._current_device()
+
+
+def set_device(device):
+    _C._set_device(_index(device))
+
+
+class device:
+    """Context manager that changes the current tpu device."""
+
+    def __init__(self, device):
+        self.idx = _index(device)
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = _C._current_device()
+        _C._set_device(self.idx)
+
+    def __exit__(self, *exc):
+        _C._set_device(self.prev)
+        return False
+
+
+def synchronize(device=None):
+    """Waits for all work launched on the tpu; raises the first execution error."""
+    _C._synchronize()
+
+
+def default_generator(device=None):
+    return _C._default_generator(_index(device))
+
+
+def manual_seed(seed):
+    default_generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    for i in range(device_count()):
+        default_generator(i).manual_seed(int(seed))
+
+
+def seed():
+    return default_generator().seed()
+
+
+def initial_seed():
+    return default_generator().initial_seed()
+
+
+def get_rng_state(device="tpu"):
+    return default_generator(device).get_state()
+
+
+def set_rng_state(new_state, device="tpu"):
+    default_generator(device).set_state(new_state)
+
+
+def memory_stats(device=None):
+    s = _C._memory_stats()
+    return {
+        "allocated_bytes.all.current": s["allocated_bytes"],
+        "allocated_bytes.all.peak": s["peak_bytes"],
+        "allocation.all.allocated": s["num_allocs"],
+        "allocation.all.freed": s["num_frees"],
+    }
+
+
+def memory_allocated(device=None):
+    return _C._memory_stats()["allocated_bytes"]
+
+
+def max_memory_allocated(device=None):
+    return _C._memory_stats()["peak_bytes"]
+
+
+def reset_peak_memory_stats(device=None):
+    _C._reset_peak_memory()
+
+
+def mem_get_info(device=None):
+    return torch._C._accelerator_getMemoryInfo(_index(device)) if hasattr(
+        torch._C, "_accelerator_getMemoryInfo"
+    ) else _host_mem_info()
+
+
+def _host_mem_info():
+    import os
+
+    pages = os.sysconf("SC_PHYS_PAGES")
+    avail = os.sysconf("SC_AVPHYS_PAGES")
+    size = os.sysconf("SC_PAGE_SIZE")
+    return avail * size, pages * size
+
+
+def empty_cache():
+    """Buffers are freed as soon as no tensor references them; nothing is cached."""
+
+
+def get_device_properties(device=None):
+    info = _C._runtime_info()
+    return _DeviceProperties(
+        name=get_device_name(device),
+        platform_name=info["platform_name"],
+        platform_version=info["platform_version"],
+        pjrt_api_version=info["pjrt_api_version"],
+        device_kind=info["device_kind"],
+        plugin_path=info["plugin_path"],
+        total_memory=_host_mem_info()[1] if info["platform_name"] == "cpu" else 0,
+        attributes=dict(info["attributes"]),
+    )
+
+
+def get_device_name(device=None):
+    info = _C._runtime_info()
+    return f"PJRT {info['platform_name']} ({info['device_kind']})"
+
+
+def is_bf16_supported(including_emulation=True):
+    return True
+
+
+def get_amp_supported_dtype():
+    return [torch.bfloat16, torch.float16]
+
+
+class _Stream:
+    """PJRT runs each device's work in launch order: one stream per device."""
+
+    def __init__(self, device=None):
+        self.device = torch.device("tpu", _index(device))
+
+    def synchronize(self):
+        synchronize()
+
+    def query(self):
+        return True
+
+    def wait_stream(self, stream):
+        pass
+
+
+def current_stream(device=None):
+    return _Stream(device)
+
+
+def _is_in_bad_fork():
+    return False
