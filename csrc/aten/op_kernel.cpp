@@ -142,8 +142,17 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
           a.list_views.push_back(tensor_view(u, e.toTensor(), bind.name));
         }
       }
-    } else if (elem->kind() == c10::TypeKind::NumberType || elem->kind() == c10::TypeKind::FloatType) {
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar lists are not supported for ", bind.name);
+    } else if (elem->kind() == c10::TypeKind::NumberType) {
+      // Scalar lists (the per-tensor scalars of _foreach_*.ScalarList) arrive as a TensorList
+      // of runtime 0-d values, so changing them (bias corrections every step) never recompiles.
+      a.kind = Arg::Kind::TensorList;
+      a.wrapped_number = true;
+      for (const c10::IValue& e : v.toListRef()) {
+        a.list_scalars.push_back(static_cast<int>(call.scalars.size()));
+        call.scalars.push_back(host_scalar(e.toScalar()));
+      }
+    } else if (elem->kind() == c10::TypeKind::FloatType) {
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: float lists are not supported for ", bind.name);
     } else {
       a.kind = Arg::Kind::IntList;
       if (v.isIntList()) {

@@ -62,6 +62,10 @@ std::string build_program(const OpCall& call, const OutputPlan& plan, ProgramLay
       a.values.push_back(v >= 0 ? read(v) : ir::Value{});
       a.list_present.push_back(v >= 0);
     }
+    for (int sc : spec.list_scalars) {
+      a.values.push_back(scalars[sc]);
+      a.list_present.push_back(true);
+    }
     ctx.args.push_back(std::move(a));
   }
 

@@ -200,11 +200,16 @@ std::vector<Value> lower_fused_sgd(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_fused_adam", lower_fused_adam);
-TPU_LOWERING("aten::_fused_adam.tensor_lr", lower_fused_adam);
-TPU_LOWERING("aten::_fused_adamw", lower_fused_adamw);
-TPU_LOWERING("aten::_fused_adamw.tensor_lr", lower_fused_adamw);
-TPU_LOWERING("aten::_fused_sgd", lower_fused_sgd);
-TPU_LOWERING("aten::_fused_sgd.tensor_lr", lower_fused_sgd);
+// Registered under the in-place names torch.optim calls: the glue derives an in-place variant
+// from a functional lowering only for ops that write their first argument alone, and these
+// write five (three) tensor lists. The functional forms are CompositeExplicitAutograd (clone,
+// then the in-place op), so they reach these lowerings too. Results are one per written tensor,
+// flattened in schema order, which is also what the functional forms return.
+TPU_LOWERING("aten::_fused_adam_", lower_fused_adam);
+TPU_LOWERING("aten::_fused_adam_.tensor_lr", lower_fused_adam);
+TPU_LOWERING("aten::_fused_adamw_", lower_fused_adamw);
+TPU_LOWERING("aten::_fused_adamw_.tensor_lr", lower_fused_adamw);
+TPU_LOWERING("aten::_fused_sgd_", lower_fused_sgd);
+TPU_LOWERING("aten::_fused_sgd_.tensor_lr", lower_fused_sgd);
 
 }  // namespace tpu::lowering

@@ -1,5 +1,5 @@
 // Shape-changing copies: cat, stack, flip, roll, repeat, tril/triu, constant_pad_nd,
-// diag_embed, narrow_copy, split_with_sizes_copy, and the fills behind fill_/zero_.
+// diag_embed, narrow_copy, split_with_sizes_copy. (fill/zero live in creation.cpp.)
 // (Views such as split/chunk/narrow are the glue's business; these produce new tensors.)
 #include "lowering/hlo.h"
 #include "lowering/registry.h"
@@ -184,16 +184,6 @@ std::vector<Value> lower_split_with_sizes_copy(Ctx& c) {
   return outs;
 }
 
-// fill.Scalar / fill.Tensor(self, value): the functional form of fill_.
-std::vector<Value> lower_fill(Ctx& c) {
-  const ir::Type& out = c.out();
-  Value v = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(1), out.dtype), {});
-  return {hlo::broadcast_in_dim(c.b, v, out.shape, {})};
-}
-
-// zero(self): the functional form of zero_.
-std::vector<Value> lower_zero(Ctx& c) { return {hlo::full(c.b, c.out(), 0)}; }
-
 }  // namespace
 
 TPU_LOWERING("aten::cat", lower_cat);
@@ -207,8 +197,5 @@ TPU_LOWERING("aten::constant_pad_nd", lower_constant_pad_nd);
 TPU_LOWERING("aten::diag_embed", lower_diag_embed);
 TPU_LOWERING("aten::narrow_copy", lower_narrow_copy);
 TPU_LOWERING("aten::split_with_sizes_copy", lower_split_with_sizes_copy);
-TPU_LOWERING("aten::fill.Scalar", lower_fill);
-TPU_LOWERING("aten::fill.Tensor", lower_fill);
-TPU_LOWERING("aten::zero", lower_zero);
 
 }  // namespace tpu::lowering
