@@ -5,6 +5,7 @@
 // Negative indices wrap as in Python; out-of-range indices are PyTorch errors raised before
 // lowering on CPU, and here follow XLA (gather clamps, scatter drops).
 #include <algorithm>
+#include <stdexcept>
 
 #include "lowering/index_util.h"
 #include "lowering/registry.h"
@@ -33,6 +34,45 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes) {
       if (s[i] != 1) out[off + i] = s[i];
   }
   return out;
+}
+
+// Inclusive prefix sum of a rank-1 i64 vector (a reduce_window over a window as long as the
+// vector, padded on the left).
+Value prefix_sum(ir::Builder& b, const Value& v) {
+  const int64_t n = v.shape()[0];
+  ir::Type scalar{DType::I64, {}};
+  Value zero = hlo::constant_int(b, DType::I64, 0);
+  std::string attrs = "window_dimensions = " + ir::i64_array({n}) +
+                      ", padding = dense<[[" + std::to_string(n - 1) + ", 0]]> : tensor<1x2xi64>";
+  return b.op_with_region(
+      "stablehlo.reduce_window", {v, zero}, {v.type}, attrs, {scalar, scalar},
+      [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+        return {hlo::add(rb, a[0], a[1])};
+      })[0];
+}
+
+// For each position of a flat boolean mask, the index of the True element at or before it in
+// the sequence of True elements, clamped to [0, count): where the k-th True position takes
+// row k of a source with `count` rows.
+Value mask_ranks(ir::Builder& b, const Value& mask_flat, int64_t count) {
+  Value csum = prefix_sum(b, hlo::convert(b, mask_flat, DType::I64));
+  Value pos = hlo::sub(b, csum, hlo::full(b, csum.type, 1));
+  pos = hlo::max(b, pos, hlo::full(b, pos.type, 0));
+  return hlo::min(b, pos, hlo::full(b, pos.type, static_cast<double>(count - 1)));
+}
+
+// Rows of `v` along `dim` picked by the rank-1 i64 `rows` (an index_select).
+Value select_rows(ir::Builder& b, const Value& v, int64_t dim, const Value& rows) {
+  const int64_t n = rows.shape()[0];
+  idx::GatherDims d;
+  for (int64_t i = 0; i < v.rank(); ++i)
+    if (i != dim) d.offset_dims.push_back(i);
+  d.collapsed_slice_dims = {dim};
+  d.start_index_map = {dim};
+  d.index_vector_dim = 1;
+  d.slice_sizes = v.shape();
+  d.slice_sizes[dim] = 1;
+  return idx::gather(b, v, hlo::reshape(b, rows, {n, 1}), d);
 }
 
 // ---- advanced indexing ------------------------------------------------------------------
@@ -121,9 +161,64 @@ std::vector<Value> lower_index(Ctx& c) {
 // index_put(self, Tensor?[] indices, values, accumulate) and its aliases (_index_put_impl,
 // _unsafe_index_put): values are broadcast to the shape of self[indices], brought to the
 // gather's [B..., rest...] order, and scattered (replacing or adding).
+bool is_mask(const Value& v) { return v.valid() && (v.dtype() == DType::Bool || v.dtype() == DType::U8); }
+
+// x[mask] = values (or +=) with one boolean mask covering dims [p, p + mask.rank()) and no
+// other index. Static, unlike reading x[mask]: values either broadcast over the selected
+// positions (size 1 there) or hold one row per True position, taken in order as in
+// masked_scatter; the result is a select.
+Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bool accumulate) {
+  const int64_t k = mask.rank();
+  Shape pre(self.shape().begin(), self.shape().begin() + p);
+  Shape post(self.shape().begin() + p + k, self.shape().end());
+  const int64_t m = mask.type.numel();
+  Shape flat = pre;
+  flat.push_back(m);
+  flat.insert(flat.end(), post.begin(), post.end());
+  Value x = hlo::reshape(c.b, self, flat);
+  Value mk = hlo::reshape(c.b, hlo::convert(c.b, mask, DType::Bool), {m});
+  Value vals = hlo::convert(c.b, c.tensor(2), self.dtype());
+  const int rank = static_cast<int>(flat.size());
+  if (vals.rank() > rank) vals = hlo::reshape(c.b, vals, Shape(vals.shape().end() - rank, vals.shape().end()));
+  if (vals.rank() < rank) {
+    Shape s(rank - vals.rank(), 1);
+    s.insert(s.end(), vals.shape().begin(), vals.shape().end());
+    vals = hlo::reshape(c.b, vals, s);
+  }
+  const int64_t count = vals.shape()[p];
+  if (count == 0) return self;  // no True position
+  Value rows;
+  if (count == 1) {
+    rows = hlo::broadcast_to(c.b, vals, flat);
+  } else {
+    Shape full = flat;
+    full[p] = count;
+    rows = select_rows(c.b, hlo::broadcast_to(c.b, vals, full), p, mask_ranks(c.b, mk, count));
+  }
+  Value updated = accumulate ? hlo::binary(c.b, idx::add_op(self.dtype()), x, rows) : rows;
+  Value sel = hlo::broadcast_in_dim(c.b, mk, flat, {p});
+  return hlo::reshape(c.b, hlo::select(c.b, sel, updated, x), self.shape());
+}
+
 std::vector<Value> lower_index_put(Ctx& c) {
   const Value& self = c.tensor(0);
   const bool accumulate = c.has(3) && c.bool_arg(3);
+  const auto& list = c.arg(1).values;
+  int64_t mask_at = -1, masks = 0, others = 0;
+  for (size_t e = 0; e < list.size(); ++e) {
+    if (is_mask(list[e])) {
+      ++masks;
+      mask_at = static_cast<int64_t>(e);
+    } else if (list[e].valid()) {
+      ++others;
+    }
+  }
+  if (masks > 0) {
+    if (masks > 1 || others > 0)
+      throw std::invalid_argument("torch_tpu: index_put with a boolean mask and other index tensors is not supported");
+    // Every entry before the mask is None and stands for one dimension.
+    return {index_put_mask(c, self, list[mask_at], mask_at, accumulate)};
+  }
   Advanced a = prepare_advanced(c.b, self, c.arg(1));
   const int64_t nb = static_cast<int64_t>(a.batch.size());
   if (a.n_indexed == 0) return {self};
@@ -253,8 +348,7 @@ std::vector<Value> lower_put(Ctx& c) {
 }
 
 // masked_scatter(self, mask, source): the k-th True position of the (broadcast) mask takes
-// source.flatten()[k]. k is an inclusive prefix sum of the mask minus one, computed with a
-// reduce_window over the flat mask; the result is then a gather and a select, all static.
+// source.flatten()[k] (k from a prefix sum of the mask); a gather and a select, all static.
 std::vector<Value> lower_masked_scatter(Ctx& c) {
   const ir::Type& out = c.out();
   const int64_t n = out.numel();
@@ -263,19 +357,7 @@ std::vector<Value> lower_masked_scatter(Ctx& c) {
   const Value& source = c.tensor(2);
   const int64_t s = source.type.numel();
   if (n == 0 || s == 0) return {hlo::reshape(c.b, self, out.shape)};
-  Value m = hlo::convert(c.b, mask, DType::I64);
-  ir::Type scalar{DType::I64, {}};
-  Value zero = hlo::constant_int(c.b, DType::I64, 0);
-  std::string attrs = "window_dimensions = " + ir::i64_array({n}) +
-                      ", padding = dense<[[" + std::to_string(n - 1) + ", 0]]> : tensor<1x2xi64>";
-  Value csum = c.b.op_with_region(
-      "stablehlo.reduce_window", {m, zero}, {m.type}, attrs, {scalar, scalar},
-      [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-        return {hlo::add(rb, a[0], a[1])};
-      })[0];
-  Value pos = hlo::sub(c.b, csum, hlo::full(c.b, csum.type, 1));
-  pos = hlo::max(c.b, pos, hlo::full(c.b, pos.type, 0));
-  pos = hlo::min(c.b, pos, hlo::full(c.b, pos.type, static_cast<double>(s - 1)));
+  Value pos = mask_ranks(c.b, mask, s);
   Value src = hlo::reshape(c.b, hlo::convert(c.b, source, out.dtype), {s});
   idx::GatherDims d;
   d.collapsed_slice_dims = {0};
