@@ -38,15 +38,15 @@ def test_index_single(dtype):
 @pytest.mark.parametrize(
     "fn",
     [
-        lambda t, i, j: t[i, j],              # adjacent, broadcast index tensors
-        lambda t, i, j: t[:, i, j],           # adjacent after a slice: stays in place
-        lambda t, i, j: t[i, :, j],           # non-adjacent: batch dims go first
+        lambda t, i, j: t[i, j],  # adjacent, broadcast index tensors
+        lambda t, i, j: t[:, i, j],  # adjacent after a slice: stays in place
+        lambda t, i, j: t[i, :, j],  # non-adjacent: batch dims go first
         lambda t, i, j: t[i, 1:3, j],
         lambda t, i, j: t[..., j],
         lambda t, i, j: t[i][:, j],
         lambda t, i, j: t[None, i, None, j],
-        lambda t, i, j: t[i, 2],              # integer + tensor: adjacent advanced indices
-        lambda t, i, j: t[1, :, j],           # integer and tensor separated by a slice
+        lambda t, i, j: t[i, 2],  # integer + tensor: adjacent advanced indices
+        lambda t, i, j: t[1, :, j],  # integer and tensor separated by a slice
     ],
 )
 def test_index_patterns(fn):
@@ -124,10 +124,20 @@ def test_setitem_bool_mask():
 
 
 def test_index_put_grad():
-    check_op(lambda t, i, v: t.index_put((i,), v, accumulate=True), make(4, 3, requires_grad=True), idx(0, 2),
-             make(2, 3, requires_grad=True), grad=True)
-    check_op(lambda t, i, v: t.index_put((i,), v), make(4, 3, requires_grad=True), idx(3, 1),
-             make(2, 3, requires_grad=True), grad=True)
+    check_op(
+        lambda t, i, v: t.index_put((i,), v, accumulate=True),
+        make(4, 3, requires_grad=True),
+        idx(0, 2),
+        make(2, 3, requires_grad=True),
+        grad=True,
+    )
+    check_op(
+        lambda t, i, v: t.index_put((i,), v),
+        make(4, 3, requires_grad=True),
+        idx(3, 1),
+        make(2, 3, requires_grad=True),
+        grad=True,
+    )
 
 
 # ---- one dimension ----------------------------------------------------------------------------
@@ -137,8 +147,12 @@ def test_index_put_grad():
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_index_select(dtype, dim):
     grad = dtype.is_floating_point
-    check_op(lambda t, i: torch.index_select(t, dim, i), make(4, 5, dtype=dtype, requires_grad=grad), idx(3, 0, 3),
-             grad=grad)
+    check_op(
+        lambda t, i: torch.index_select(t, dim, i),
+        make(4, 5, dtype=dtype, requires_grad=grad),
+        idx(3, 0, 3),
+        grad=grad,
+    )
 
 
 def test_index_select_0d():
@@ -152,7 +166,9 @@ def test_index_add_copy_fill(dtype, dim):
     grad = dtype.is_floating_point
     x = make(4, 5, dtype=dtype, requires_grad=grad)
     i = idx(3, 1)
-    src = make(*[2 if d == dim else s for d, s in enumerate((4, 5))], dtype=dtype, requires_grad=grad)
+    src = make(
+        *[2 if d == dim else s for d, s in enumerate((4, 5))], dtype=dtype, requires_grad=grad
+    )
     check_op(lambda t, ii, s: t.index_add(dim, ii, s), x, i, src, grad=grad)
     check_op(lambda t, ii, s: t.index_add(dim, ii, s, alpha=2), x, idx(1, 1), src, grad=grad)
     check_op(lambda t, ii, s: t.index_copy(dim, ii, s), x, i, src, grad=grad)
@@ -179,12 +195,19 @@ def test_index_inplace_forms():
 def test_gather(dtype, dim):
     grad = dtype.is_floating_point
     index = torch.tensor([[0, 2, 1], [3, 0, 0]]) % (4 if dim == 0 else 5)
-    check_op(lambda t, i: torch.gather(t, dim, i), make(4, 5, dtype=dtype, requires_grad=grad), index, grad=grad)
+    check_op(
+        lambda t, i: torch.gather(t, dim, i),
+        make(4, 5, dtype=dtype, requires_grad=grad),
+        index,
+        grad=grad,
+    )
 
 
 def test_gather_0d_noncontiguous():
     check_op(lambda t, i: torch.gather(t, 0, i), torch.tensor(1.5), torch.tensor(0))
-    check_op(lambda t, i: torch.gather(t, 1, i), noncontiguous(make(3, 4)), torch.tensor([[1], [0], [3]]))
+    check_op(
+        lambda t, i: torch.gather(t, 1, i), noncontiguous(make(3, 4)), torch.tensor([[1], [0], [3]])
+    )
 
 
 # Scatter targets without duplicates per destination (duplicates are order-dependent).
@@ -195,7 +218,10 @@ DUPS = torch.tensor([[0, 2, 0], [0, 2, 2], [1, 1, 0]])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_scatter(dtype):
     grad = dtype.is_floating_point
-    x, src = make(4, 5, dtype=dtype, requires_grad=grad), make(2, 3, dtype=dtype, requires_grad=grad)
+    x, src = (
+        make(4, 5, dtype=dtype, requires_grad=grad),
+        make(2, 3, dtype=dtype, requires_grad=grad),
+    )
     check_op(lambda t, i, s: torch.scatter(t, 1, i, s), x, UNIQUE, src, grad=grad)
     check_op(lambda t, i: torch.scatter(t, 1, i, 1), x, UNIQUE, grad=grad)
     # src larger than index: only src[:2, :3] is read.
@@ -205,7 +231,10 @@ def test_scatter(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
 def test_scatter_add_and_legacy_reduce(dtype):
     grad = dtype.is_floating_point
-    x, src = make(3, 4, dtype=dtype, requires_grad=grad), make(3, 3, dtype=dtype, requires_grad=grad)
+    x, src = (
+        make(3, 4, dtype=dtype, requires_grad=grad),
+        make(3, 3, dtype=dtype, requires_grad=grad),
+    )
     check_op(lambda t, i, s: torch.scatter_add(t, 0, i, s), x, DUPS, src, grad=grad)
     check_op(lambda t, i, s: torch.scatter(t, 1, i, s, reduce="add"), x, DUPS, src)
     check_op(lambda t, i, s: torch.scatter(t, 1, i, s, reduce="multiply"), x, DUPS, src)
@@ -217,23 +246,47 @@ def test_scatter_add_and_legacy_reduce(dtype):
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(dtype, reduce, include_self):
     x, src = make(3, 4, dtype=dtype), make(3, 4, dtype=dtype)
-    check_op(lambda t, i, s: torch.scatter_reduce(t, 1, i, s, reduce, include_self=include_self), x, DUPS, src)
+    check_op(
+        lambda t, i, s: torch.scatter_reduce(t, 1, i, s, reduce, include_self=include_self),
+        x,
+        DUPS,
+        src,
+    )
 
 
 def test_scatter_reduce_grad_and_bf16():
-    check_op(lambda t, i, s: torch.scatter_reduce(t, 0, i, s, "sum"), make(3, 4, requires_grad=True), DUPS,
-             make(3, 3, requires_grad=True), grad=True)
-    check_op(lambda t, i, s: torch.scatter_reduce(t, 0, i, s, "amax"), make(3, 4, requires_grad=True), DUPS,
-             make(3, 3, requires_grad=True), grad=True)
-    check_op(lambda t, i, s: torch.scatter_reduce(t, 0, i, s, "mean", include_self=False),
-             make(3, 4, dtype=torch.bfloat16), DUPS, make(3, 4, dtype=torch.bfloat16))
+    check_op(
+        lambda t, i, s: torch.scatter_reduce(t, 0, i, s, "sum"),
+        make(3, 4, requires_grad=True),
+        DUPS,
+        make(3, 3, requires_grad=True),
+        grad=True,
+    )
+    check_op(
+        lambda t, i, s: torch.scatter_reduce(t, 0, i, s, "amax"),
+        make(3, 4, requires_grad=True),
+        DUPS,
+        make(3, 3, requires_grad=True),
+        grad=True,
+    )
+    check_op(
+        lambda t, i, s: torch.scatter_reduce(t, 0, i, s, "mean", include_self=False),
+        make(3, 4, dtype=torch.bfloat16),
+        DUPS,
+        make(3, 4, dtype=torch.bfloat16),
+    )
 
 
 # ---- flat indexing ------------------------------------------------------------------------------
 
 
 def test_take_put():
-    check_op(lambda t, i: torch.take(t, i), make(3, 4, requires_grad=True), torch.tensor([[0, -1], [5, 11]]), grad=True)
+    check_op(
+        lambda t, i: torch.take(t, i),
+        make(3, 4, requires_grad=True),
+        torch.tensor([[0, -1], [5, 11]]),
+        grad=True,
+    )
     check_op(lambda t, i: torch.take(t, i), make(3, 4, dtype=torch.int64).t(), idx(0, 3, 7))
     check_op(lambda t, i, s: t.put(i, s), make(3, 4), idx(0, -1, 5), make(3))
     check_op(lambda t, i, s: t.put(i, s, accumulate=True), make(3, 4), idx(1, 1, 5), make(3))
@@ -242,8 +295,18 @@ def test_take_put():
 def test_masked_scatter():
     mask = torch.tensor([[True, False, True], [False, False, True]])
     check_op(lambda t, m, s: t.masked_scatter(m, s), make(2, 3), mask, make(2, 4))
-    check_op(lambda t, m, s: t.masked_scatter(m, s), make(2, 3, dtype=torch.int64), mask[0], make(6, dtype=torch.int64))
-    check_op(lambda t, m, s: t.masked_scatter(m, s), make(2, 3), torch.zeros(2, 3, dtype=torch.bool), make(0))
+    check_op(
+        lambda t, m, s: t.masked_scatter(m, s),
+        make(2, 3, dtype=torch.int64),
+        mask[0],
+        make(6, dtype=torch.int64),
+    )
+    check_op(
+        lambda t, m, s: t.masked_scatter(m, s),
+        make(2, 3),
+        torch.zeros(2, 3, dtype=torch.bool),
+        make(0),
+    )
 
 
 # ---- embedding --------------------------------------------------------------------------------
@@ -255,11 +318,17 @@ def test_embedding(dtype):
     ids = torch.tensor([[1, 3, 3], [9, 0, 1]])
     check_op(F.embedding, ids, w, grad=True)
     check_op(lambda i, t: F.embedding(i, t, padding_idx=3), ids, w, grad=True)
-    check_op(lambda i, t: F.embedding(i, t, padding_idx=-1, scale_grad_by_freq=True), ids, w, grad=True)
+    check_op(
+        lambda i, t: F.embedding(i, t, padding_idx=-1, scale_grad_by_freq=True), ids, w, grad=True
+    )
 
 
 def test_embedding_int32_indices_0d_and_module():
     w = make(6, 3, requires_grad=True)
     check_op(F.embedding, torch.tensor([5, 0, 5], dtype=torch.int32), w, grad=True)
     check_op(F.embedding, torch.tensor(2), w, grad=True)
-    check_op(lambda i, t: torch.ops.aten.embedding_dense_backward(t, i, 6, 1, True), idx(1, 2, 2, 5), make(4, 3))
+    check_op(
+        lambda i, t: torch.ops.aten.embedding_dense_backward(t, i, 6, 1, True),
+        idx(1, 2, 2, 5),
+        make(4, 3),
+    )

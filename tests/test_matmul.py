@@ -26,8 +26,13 @@ FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_mm(dtype):
-    check_op(torch.mm, randn(5, 8, dtype=dtype, requires_grad=True), randn(8, 3, dtype=dtype, requires_grad=True),
-             grad=True, **LOW.get(dtype, {}))
+    check_op(
+        torch.mm,
+        randn(5, 8, dtype=dtype, requires_grad=True),
+        randn(8, 3, dtype=dtype, requires_grad=True),
+        grad=True,
+        **LOW.get(dtype, {}),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
@@ -54,8 +59,13 @@ def test_bf16_accumulates_in_float32():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_bmm(dtype):
-    check_op(torch.bmm, randn(3, 4, 6, dtype=dtype, requires_grad=True), randn(3, 6, 2, dtype=dtype, requires_grad=True),
-             grad=True, **LOW.get(dtype, {}))
+    check_op(
+        torch.bmm,
+        randn(3, 4, 6, dtype=dtype, requires_grad=True),
+        randn(3, 6, 2, dtype=dtype, requires_grad=True),
+        grad=True,
+        **LOW.get(dtype, {}),
+    )
 
 
 def test_mv_dot_vdot():
@@ -71,29 +81,59 @@ def test_mv_dot_vdot():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 1)])
 def test_addmm(dtype, beta, alpha):
-    check_op(lambda s, a, b: torch.addmm(s, a, b, beta=beta, alpha=alpha),
-             randn(4, 3, dtype=dtype, requires_grad=True), randn(4, 5, dtype=dtype, requires_grad=True),
-             randn(5, 3, dtype=dtype, requires_grad=True), grad=True, **LOW.get(dtype, {}))
+    check_op(
+        lambda s, a, b: torch.addmm(s, a, b, beta=beta, alpha=alpha),
+        randn(4, 3, dtype=dtype, requires_grad=True),
+        randn(4, 5, dtype=dtype, requires_grad=True),
+        randn(5, 3, dtype=dtype, requires_grad=True),
+        grad=True,
+        **LOW.get(dtype, {}),
+    )
 
 
 def test_addmm_broadcast_bias_and_beta_zero_ignores_nan():
-    check_op(torch.addmm, randn(3, requires_grad=True), randn(4, 5, requires_grad=True), randn(5, 3, requires_grad=True), grad=True)
+    check_op(
+        torch.addmm,
+        randn(3, requires_grad=True),
+        randn(4, 5, requires_grad=True),
+        randn(5, 3, requires_grad=True),
+        grad=True,
+    )
     nan_self = torch.full((4, 3), float("nan"))
     check_op(lambda s, a, b: torch.addmm(s, a, b, beta=0), nan_self, randn(4, 5), randn(5, 3))
 
 
 def test_addmm_int():
-    check_op(lambda s, a, b: torch.addmm(s, a, b, beta=2, alpha=3), randn(4, 3, dtype=torch.int64),
-             randn(4, 5, dtype=torch.int64), randn(5, 3, dtype=torch.int64))
+    check_op(
+        lambda s, a, b: torch.addmm(s, a, b, beta=2, alpha=3),
+        randn(4, 3, dtype=torch.int64),
+        randn(4, 5, dtype=torch.int64),
+        randn(5, 3, dtype=torch.int64),
+    )
 
 
 def test_baddbmm_addbmm_addmv_addr():
-    check_op(lambda s, a, b: torch.baddbmm(s, a, b, beta=0.5, alpha=2), randn(2, 4, 3, requires_grad=True),
-             randn(2, 4, 5, requires_grad=True), randn(2, 5, 3, requires_grad=True), grad=True)
-    check_op(lambda s, a, b: torch.addbmm(s, a, b, beta=0.5, alpha=2), randn(4, 3, requires_grad=True),
-             randn(2, 4, 5, requires_grad=True), randn(2, 5, 3, requires_grad=True), grad=True)
-    check_op(lambda s, a, b: torch.addmv(s, a, b, alpha=3), randn(4, requires_grad=True),
-             randn(4, 5, requires_grad=True), randn(5, requires_grad=True), grad=True)
+    check_op(
+        lambda s, a, b: torch.baddbmm(s, a, b, beta=0.5, alpha=2),
+        randn(2, 4, 3, requires_grad=True),
+        randn(2, 4, 5, requires_grad=True),
+        randn(2, 5, 3, requires_grad=True),
+        grad=True,
+    )
+    check_op(
+        lambda s, a, b: torch.addbmm(s, a, b, beta=0.5, alpha=2),
+        randn(4, 3, requires_grad=True),
+        randn(2, 4, 5, requires_grad=True),
+        randn(2, 5, 3, requires_grad=True),
+        grad=True,
+    )
+    check_op(
+        lambda s, a, b: torch.addmv(s, a, b, alpha=3),
+        randn(4, requires_grad=True),
+        randn(4, 5, requires_grad=True),
+        randn(5, requires_grad=True),
+        grad=True,
+    )
     check_op(lambda s, a, b: torch.addr(s, a, b, beta=2), randn(4, 5), randn(4), randn(5))
 
 
@@ -107,8 +147,18 @@ def test_linear():
 
 @pytest.mark.parametrize(
     "sa,sb",
-    [((5,), (5,)), ((3, 5), (5,)), ((5,), (5, 4)), ((3, 5), (5, 4)), ((2, 3, 5), (5, 4)),
-     ((5,), (2, 5, 4)), ((2, 1, 3, 5), (4, 5, 2)), ((2, 3, 5), (2, 5, 4))],
+    [
+        ((5,), (5,)),
+        ((3, 5), (5,)),
+        ((5,), (5, 4)),
+        ((3, 5), (5, 4)),
+        ((2, 3, 5), (5, 4)),
+        ((5,), (2, 5, 4)),
+        ((2, 1, 3, 5), (4, 5, 2)),
+        ((2, 3, 5), (2, 5, 4)),
+    ],
 )
 def test_matmul_shapes(sa, sb):
-    check_op(torch.matmul, randn(*sa, requires_grad=True), randn(*sb, requires_grad=True), grad=True)
+    check_op(
+        torch.matmul, randn(*sa, requires_grad=True), randn(*sb, requires_grad=True), grad=True
+    )

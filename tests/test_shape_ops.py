@@ -30,16 +30,28 @@ def test_cat(dtype, dim):
 
 def test_cat_mixed_dtypes_empty_and_noncontiguous():
     check_op(lambda a, b: torch.cat([a, b]), make(2, 3), make(1, 3, dtype=torch.int64))
-    check_op(lambda a, b: torch.cat([a, b], 1), make(2, 3, requires_grad=True), torch.zeros(2, 0), grad=True)
+    check_op(
+        lambda a, b: torch.cat([a, b], 1),
+        make(2, 3, requires_grad=True),
+        torch.zeros(2, 0),
+        grad=True,
+    )
     # Legacy: 1-d empty tensors are skipped whatever the other ranks.
-    check_op(lambda a, b: torch.cat([a, b, a]), make(2, 3, requires_grad=True), torch.zeros(0), grad=True)
+    check_op(
+        lambda a, b: torch.cat([a, b, a]), make(2, 3, requires_grad=True), torch.zeros(0), grad=True
+    )
     check_op(lambda a, b: torch.cat([a, b], 1), noncontiguous(make(3, 4)), make(4, 3).t())
     check_op(lambda a: torch.cat([a, a]), make(0, 3))
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
 def test_stack(dim):
-    check_op(lambda a, b: torch.stack([a, b], dim), make(2, 3, requires_grad=True), make(2, 3, requires_grad=True), grad=True)
+    check_op(
+        lambda a, b: torch.stack([a, b], dim),
+        make(2, 3, requires_grad=True),
+        make(2, 3, requires_grad=True),
+        grad=True,
+    )
 
 
 def test_stack_0d_and_hstack_vstack():
@@ -51,13 +63,17 @@ def test_stack_0d_and_hstack_vstack():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_flip(dtype):
     grad = dtype.is_floating_point
-    check_op(lambda x: torch.flip(x, [0, -1]), make(3, 4, 2, dtype=dtype, requires_grad=grad), grad=grad)
+    check_op(
+        lambda x: torch.flip(x, [0, -1]), make(3, 4, 2, dtype=dtype, requires_grad=grad), grad=grad
+    )
     check_op(lambda x: torch.flip(x, [1]), noncontiguous(make(3, 4, dtype=dtype)))
     check_op(lambda x: torch.flip(x, []), make(3, dtype=dtype))
     check_op(torch.fliplr, make(3, 4, dtype=dtype))
 
 
-@pytest.mark.parametrize("shifts,dims", [(1, 0), (-2, 1), ((1, 5), (0, 1)), (3, None), (7, -1), (0, 0)])
+@pytest.mark.parametrize(
+    "shifts,dims", [(1, 0), (-2, 1), ((1, 5), (0, 1)), (3, None), (7, -1), (0, 0)]
+)
 def test_roll(shifts, dims):
     check_op(lambda x: torch.roll(x, shifts, dims), make(3, 4, requires_grad=True), grad=True)
 
@@ -99,7 +115,9 @@ def test_constant_pad_int_bool():
 
 @pytest.mark.parametrize("offset,dim1,dim2", [(0, -2, -1), (1, 0, 2), (-2, 1, 0), (2, -1, -3)])
 def test_diag_embed(offset, dim1, dim2):
-    check_op(lambda x: torch.diag_embed(x, offset, dim1, dim2), make(2, 3, requires_grad=True), grad=True)
+    check_op(
+        lambda x: torch.diag_embed(x, offset, dim1, dim2), make(2, 3, requires_grad=True), grad=True
+    )
 
 
 def test_narrow_copy_split_with_sizes_copy():
@@ -110,5 +128,7 @@ def test_narrow_copy_split_with_sizes_copy():
 
 
 def test_split_chunk_are_views():
-    check_op(lambda x: [t * 1 for t in torch.split(x, 2, 1)], make(3, 5, requires_grad=True), grad=True)
+    check_op(
+        lambda x: [t * 1 for t in torch.split(x, 2, 1)], make(3, 5, requires_grad=True), grad=True
+    )
     check_op(lambda x: torch.cat(torch.chunk(x, 3), 1), make(6, 2, requires_grad=True), grad=True)

@@ -254,6 +254,13 @@ exec::OutputPlan::NewOutput new_output(const at::Tensor& m) {
   return {m.sizes().vec(), strides, to_ir(m.scalar_type())};
 }
 
+bool has_meta_kernel(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
 exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bind,
                               const std::vector<c10::IValue>& args) {
   exec::OutputPlan plan;
@@ -282,6 +289,18 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
       break;
     }
     case Variant::Mutating: {
+      bool fresh_returns = false;
+      for (const auto& r : returns) fresh_returns |= r.alias_info() == nullptr;
+      if (!fresh_returns && !has_meta_kernel(op)) {
+        // Some in-place ops have no meta kernel (_fused_sgd_, _fused_adamw_.tensor_lr); when
+        // they return nothing new, their result types are those of the tensors they write.
+        for (int w : bind.written) {
+          std::vector<at::Tensor> ts;
+          collect_tensors(args[w], ts);
+          for (const at::Tensor& t : ts) plan.result_types.push_back(type_of(t));
+        }
+        break;
+      }
       std::vector<c10::IValue> meta_args;
       std::vector<c10::IValue> out = run_meta(op, args, &meta_args);
       for (int w : bind.written) {
