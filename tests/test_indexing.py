@@ -4,7 +4,6 @@ put), gather/scatter, embedding, masked_scatter, compared with CPU, gradients in
 import pytest
 import torch
 import torch.nn.functional as F
-
 from op_check import check_op, noncontiguous
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.bool]

@@ -4,13 +4,12 @@ composites built on them (linear, matmul), compared with CPU, gradients included
 import pytest
 import torch
 import torch.nn.functional as F
-
 from op_check import check_op, noncontiguous
 
 # Half types: CPU and tpu both accumulate in float32, but round the float32 result once, so
 # values agree to within the result type's rounding; sums of 8-16 products give at most one
 # ulp of difference from reordering (bf16 ulp at 4.0 is 0.03).
-LOW = {torch.bfloat16: dict(atol=3e-2, rtol=2e-2), torch.float16: dict(atol=4e-3, rtol=2e-3)}
+LOW = {torch.bfloat16: {"atol": 3e-2, "rtol": 2e-2}, torch.float16: {"atol": 4e-3, "rtol": 2e-3}}
 
 
 def randn(*shape, dtype=torch.float32, requires_grad=False):

@@ -3,7 +3,6 @@ against the same optimizer on CPU for several steps; and the _foreach_* ops them
 
 import pytest
 import torch
-
 from op_check import assert_same, check_op
 
 
@@ -32,14 +31,14 @@ def run(opt_cls, device, dtype, steps, lr_schedule=None, **kwargs):
 
 
 CONFIGS = [
-    (torch.optim.AdamW, dict(lr=1e-2)),
-    (torch.optim.AdamW, dict(lr=1e-2, weight_decay=0.1, amsgrad=True)),
-    (torch.optim.Adam, dict(lr=1e-2)),
-    (torch.optim.Adam, dict(lr=1e-2, weight_decay=0.1, amsgrad=True, maximize=True)),
-    (torch.optim.SGD, dict(lr=1e-1)),
-    (torch.optim.SGD, dict(lr=1e-1, momentum=0.9)),
-    (torch.optim.SGD, dict(lr=1e-1, momentum=0.9, nesterov=True, weight_decay=0.1)),
-    (torch.optim.SGD, dict(lr=1e-1, momentum=0.9, dampening=0.5, maximize=True)),
+    (torch.optim.AdamW, {"lr": 1e-2}),
+    (torch.optim.AdamW, {"lr": 1e-2, "weight_decay": 0.1, "amsgrad": True}),
+    (torch.optim.Adam, {"lr": 1e-2}),
+    (torch.optim.Adam, {"lr": 1e-2, "weight_decay": 0.1, "amsgrad": True, "maximize": True}),
+    (torch.optim.SGD, {"lr": 1e-1}),
+    (torch.optim.SGD, {"lr": 1e-1, "momentum": 0.9}),
+    (torch.optim.SGD, {"lr": 1e-1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    (torch.optim.SGD, {"lr": 1e-1, "momentum": 0.9, "dampening": 0.5, "maximize": True}),
 ]
 
 
@@ -66,7 +65,7 @@ def test_default_is_foreach():
 
     params = [torch.zeros(3, device="tpu", requires_grad=True)]
     assert _default_to_fused_or_foreach(params, False, False) == (False, True)
-    compare(torch.optim.AdamW, dict(lr=1e-2, lr_schedule=lambda s: 1e-2 / (s + 1)), steps=5)
+    compare(torch.optim.AdamW, {"lr": 1e-2, "lr_schedule": lambda s: 1e-2 / (s + 1)}, steps=5)
 
 
 @pytest.mark.parametrize("mode", ["foreach", "fused"])
@@ -102,8 +101,8 @@ def test_adamw_float64_and_bfloat16(mode):
 
 
 def test_fused_tensor_lr_and_grad_scale():
-    compare(torch.optim.AdamW, dict(lr=torch.tensor(1e-2), fused=True))
-    compare(torch.optim.SGD, dict(lr=torch.tensor(1e-1), momentum=0.9, fused=True))
+    compare(torch.optim.AdamW, {"lr": torch.tensor(1e-2), "fused": True})
+    compare(torch.optim.SGD, {"lr": torch.tensor(1e-1), "momentum": 0.9, "fused": True})
 
     def fused_step(device, found_inf):
         params = [p.to(device) for p in make_params()]

@@ -4,7 +4,6 @@ diag_embed, narrow_copy, split_with_sizes_copy) compared with CPU, gradients inc
 import pytest
 import torch
 import torch.nn.functional as F
-
 from op_check import check_op, noncontiguous
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.bool]
