@@ -19,6 +19,9 @@
 
 namespace tpu::aten {
 
+c10::List<std::optional<at::Tensor>> expand_masks(const c10::List<std::optional<at::Tensor>>& indices);
+bool has_mask(const c10::List<std::optional<at::Tensor>>& indices);
+
 using lowering::Arg;
 
 namespace {
@@ -381,6 +384,15 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   const auto& schema_args = op.schema().arguments();
   const size_t n = schema_args.size();
   auto args_begin = stack->end() - n;
+  // Boolean masks in index lists (x[mask], x[mask] = v) become long indices: a host sync for
+  // their size, then the integer-index lowering.
+  for (size_t i = 0; i < n; ++i) {
+    c10::IValue& v = *(args_begin + i);
+    if (v.isOptionalTensorList()) {
+      auto list = v.toOptionalTensorList();
+      if (has_mask(list)) v = expand_masks(list);
+    }
+  }
   Unpacked u;
   u.call.lowering = bind.lowering;
   u.call.op_name = bind.name;
@@ -409,7 +421,7 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
     u.call.seed = seed;
     u.call.rng_offset = offset;
   }
-  std::vector<runtime::BufferPtr> outs = exec::launch(*compiled, u.call);
+  std::vector<runtime::BufferPtr> outs = launch_checked(*compiled, u.call);
 
   // Box the returns: aliases of written arguments, then fresh outputs in order.
   std::vector<c10::IValue> args(args_begin, stack->end());

@@ -128,7 +128,7 @@ std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Ten
     }
     return plan;
   });
-  std::vector<runtime::BufferPtr> outs = exec::launch(*op, call);
+  std::vector<runtime::BufferPtr> outs = launch_checked(*op, call);
   std::vector<at::Tensor> result;
   for (size_t k = 0; k < outs.size(); ++k) {
     const auto& n = op->plan.new_outputs[k];
@@ -137,7 +137,24 @@ std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Ten
   return result;
 }
 
+std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const exec::OpCall& call) {
+  try {
+    return exec::launch(op, call);
+  } catch (const exec::CheckFailure& e) {
+    TORCH_CHECK_INDEX(false, e.what());
+  }
+}
+
+void raise_failed_checks() {
+  try {
+    exec::raise_failed_checks();
+  } catch (const exec::CheckFailure& e) {
+    TORCH_CHECK_INDEX(false, e.what());
+  }
+}
+
 at::Tensor to_cpu(const at::Tensor& t) {
+  raise_failed_checks();
   at::Tensor src = t;
   exec::Storage* s = storage_of(src);
   DType dtype = to_ir(t.scalar_type());

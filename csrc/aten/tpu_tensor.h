@@ -3,6 +3,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Allocator.h>
 
+#include "exec/compile_cache.h"
 #include "exec/op_call.h"
 #include "exec/storage.h"
 
@@ -26,6 +27,10 @@ int add_view(exec::OpCall& call, const at::Tensor& t);
 // A fresh tpu tensor whose storage holds `buffer` laid out with `strides`.
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                        c10::ScalarType dtype, c10::DeviceIndex device);
+// exec::launch, with failed runtime checks raised as PyTorch IndexErrors.
+std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const exec::OpCall& call);
+// Raises failed runtime checks of earlier launches as IndexErrors (at sync points).
+void raise_failed_checks();
 // A contiguous CPU copy of a tpu tensor (synchronizes).
 at::Tensor to_cpu(const at::Tensor& t);
 // Runs an internal lowering (e.g. "torch_tpu::view_copy") over tpu tensors as a one-op program.

@@ -1,6 +1,11 @@
 #include "exec/device_context.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 
@@ -27,7 +32,35 @@ void init_runtime(const std::string& plugin_path, const std::map<std::string, in
     return;
   }
   auto plugin = runtime::Plugin::load(plugin_path);
-  g_client = std::make_unique<runtime::Client>(plugin, options);
+  // Plugins log informational lines to stderr while the client starts (absl is not yet
+  // initialised in them); errors still come back as PJRT_Error. Silence that start-up chatter
+  // unless TORCH_TPU_VERBOSE_PLUGIN is set.
+  const char* verbose = std::getenv("TORCH_TPU_VERBOSE_PLUGIN");
+  int saved_stderr = -1;
+  if (verbose == nullptr || std::string(verbose) == "0") {
+    fflush(stderr);
+    saved_stderr = dup(2);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+      dup2(devnull, 2);
+      close(devnull);
+    }
+  }
+  auto restore = [&] {
+    if (saved_stderr >= 0) {
+      fflush(stderr);
+      dup2(saved_stderr, 2);
+      close(saved_stderr);
+      saved_stderr = -1;
+    }
+  };
+  try {
+    g_client = std::make_unique<runtime::Client>(plugin, options);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
   g_plugin_path = plugin_path;
 }
 

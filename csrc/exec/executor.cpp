@@ -47,7 +47,31 @@ void track(const runtime::BufferPtr& b) {
   for (auto& d : done) d->await_ready();
 }
 
+struct PendingCheck {
+  runtime::BufferPtr ok;
+  std::string message;
+};
+std::mutex g_checks_mutex;
+std::vector<PendingCheck> g_checks;
+
+bool check_passed(const runtime::Buffer& ok) {
+  uint8_t v = 0;
+  download(ok, &v, 1);
+  return v != 0;
+}
+
 }  // namespace
+
+void raise_failed_checks() {
+  std::vector<PendingCheck> checks;
+  {
+    std::lock_guard<std::mutex> lock(g_checks_mutex);
+    checks.swap(g_checks);
+  }
+  for (const PendingCheck& c : checks)
+    if (!check_passed(*c.ok))
+      throw CheckFailure(c.message + " (detected in an earlier op; set TORCH_TPU_LAUNCH_BLOCKING=1 to raise it at the op that caused it)");
+}
 
 void synchronize() {
   std::vector<runtime::BufferPtr> pending;
@@ -56,6 +80,7 @@ void synchronize() {
     pending.swap(g_pending);
   }
   for (auto& b : pending) b->await_ready();
+  raise_failed_checks();
 }
 
 CompiledOpPtr find_or_compile(const OpCall& call, const std::function<OutputPlan()>& make_plan) {
@@ -114,11 +139,20 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
   std::vector<runtime::BufferPtr> outs =
       op.executable->execute(args, client().device(call.device));
   counters().executions++;
+  const size_t num_checks = op.layout.check_messages.size();
+  const size_t first_check = outs.size() - num_checks;
   if (mode() == Mode::Debug) {
     for (const auto& o : outs) o->await_ready();
-  } else if (!outs.empty()) {
-    track(outs[0]);
+    // A failed check leaves every target unchanged: nothing has been assigned yet.
+    for (size_t k = 0; k < num_checks; ++k)
+      if (!check_passed(*outs[first_check + k])) throw CheckFailure(op.layout.check_messages[k]);
+  } else {
+    if (!outs.empty()) track(outs[0]);
+    std::lock_guard<std::mutex> lock(g_checks_mutex);
+    for (size_t k = 0; k < num_checks; ++k)
+      g_checks.push_back({outs[first_check + k], op.layout.check_messages[k]});
   }
+  outs.resize(first_check);
   const size_t num_written = op.layout.written_storages.size();
   for (size_t k = 0; k < num_written; ++k) {
     Storage* st = call.storages[op.layout.written_storages[k]];

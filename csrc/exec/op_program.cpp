@@ -11,33 +11,25 @@ namespace tpu::exec {
 using lowering::Arg;
 namespace hlo = lowering::hlo;
 
-std::string build_program(const OpCall& call, const OutputPlan& plan, ProgramLayout& layout) {
-  const int num_storages = static_cast<int>(call.storages.size());
-  std::vector<bool> needs_input(num_storages, false);
+std::vector<bool> storages_read(const OpCall& call) {
+  std::vector<bool> needed(call.storages.size(), false);
   for (const ArgSpec& a : call.args) {
-    if (a.view >= 0) needs_input[call.views[a.view].storage] = true;
+    if (a.view >= 0) needed[call.views[a.view].storage] = true;
     for (int v : a.list_views)
-      if (v >= 0) needs_input[call.views[v].storage] = true;
+      if (v >= 0) needed[call.views[v].storage] = true;
   }
   for (int v : call.written_views) {
     const TensorView& view = call.views[v];
     if (!lowering::covers_storage(view.geometry, call.storages[view.storage]->numel_as(view.dtype)))
-      needs_input[view.storage] = true;
+      needed[view.storage] = true;
   }
+  return needed;
+}
 
-  ir::Builder b;
-  std::map<int, ir::Value> current;  // storage -> its latest value in the program
-  layout = {};
-  for (int s = 0; s < num_storages; ++s) {
-    if (!needs_input[s]) continue;
-    layout.input_storages.push_back(s);
-    current[s] = b.param(ir::Type{storage_dtype(call, s), {storage_numel(call, s)}});
-  }
-  std::vector<ir::Value> scalars;
-  for (const HostScalar& h : call.scalars) scalars.push_back(b.param(ir::Type{h.dtype, {}}));
-
-  lowering::Ctx ctx{b, {}, plan.result_types, {}};
-  if (call.random) ctx.rng_state = b.param(ir::Type{ir::DType::U64, {2}});
+EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
+                  std::map<int, ir::Value>& current, const std::vector<ir::Value>& scalars,
+                  const ir::Value& rng_state) {
+  lowering::Ctx ctx{b, {}, plan.result_types, rng_state};
   // A view may see its storage as another dtype (torch.load fills storages as bytes).
   auto as_view_dtype = [&](const TensorView& view) {
     ir::Value& cur = current.at(view.storage);
@@ -80,7 +72,7 @@ std::string build_program(const OpCall& call, const OutputPlan& plan, ProgramLay
                                " returned " + results[k].type.str() + " for output " +
                                std::to_string(k) + ", expected " + plan.result_types[k].str());
 
-  std::vector<ir::Value> outputs;
+  EmittedOp out;
   const size_t num_written = call.written_views.size();
   for (size_t k = 0; k < num_written; ++k) {
     const TensorView& view = call.views[call.written_views[k]];
@@ -93,17 +85,43 @@ std::string build_program(const OpCall& call, const OutputPlan& plan, ProgramLay
     } else {
       current[s] = lowering::write_view(b, as_view_dtype(view), value, view.geometry);
     }
-    if (std::find(layout.written_storages.begin(), layout.written_storages.end(), s) ==
-        layout.written_storages.end())
-      layout.written_storages.push_back(s);
+    if (std::find(out.written_storages.begin(), out.written_storages.end(), s) == out.written_storages.end())
+      out.written_storages.push_back(s);
   }
-  for (int s : layout.written_storages) {
+  for (size_t k = num_written; k < results.size(); ++k) {
+    const OutputPlan::NewOutput& o = plan.new_outputs[k - num_written];
+    out.new_outputs.push_back(lowering::to_storage(b, hlo::convert(b, results[k], o.dtype), o.strides));
+  }
+  out.checks = std::move(ctx.checks);
+  return out;
+}
+
+std::string build_program(const OpCall& call, const OutputPlan& plan, ProgramLayout& layout) {
+  std::vector<bool> needed = storages_read(call);
+  ir::Builder b;
+  std::map<int, ir::Value> current;  // storage -> its latest value in the program
+  layout = {};
+  for (size_t s = 0; s < needed.size(); ++s) {
+    if (!needed[s]) continue;
+    layout.input_storages.push_back(static_cast<int>(s));
+    current[s] = b.param(ir::Type{storage_dtype(call, s), {storage_numel(call, s)}});
+  }
+  std::vector<ir::Value> scalars;
+  for (const HostScalar& h : call.scalars) scalars.push_back(b.param(ir::Type{h.dtype, {}}));
+  ir::Value rng;
+  if (call.random) rng = b.param(ir::Type{ir::DType::U64, {2}});
+
+  EmittedOp op = emit_op(b, call, plan, current, scalars, rng);
+  std::vector<ir::Value> outputs;
+  layout.written_storages = op.written_storages;
+  for (int s : op.written_storages) {
     outputs.push_back(current.at(s));
     layout.written_dtypes.push_back(current.at(s).dtype());
   }
-  for (size_t k = num_written; k < results.size(); ++k) {
-    const OutputPlan::NewOutput& out = plan.new_outputs[k - num_written];
-    outputs.push_back(lowering::to_storage(b, hlo::convert(b, results[k], out.dtype), out.strides));
+  outputs.insert(outputs.end(), op.new_outputs.begin(), op.new_outputs.end());
+  for (const auto& [ok, message] : op.checks) {
+    outputs.push_back(ok);
+    layout.check_messages.push_back(message);
   }
   b.set_results(outputs);
   return b.module_text();

@@ -13,7 +13,11 @@ std::string float_literal(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   std::string s = buf;
-  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  // MLIR float literals need a '.': "1e-50" must be spelled "1.0e-50".
+  if (s.find('.') == std::string::npos) {
+    size_t e = s.find_first_of("eE");
+    s.insert(e == std::string::npos ? s.size() : e, ".0");
+  }
   return s;
 }
 
@@ -57,7 +61,13 @@ Value constant(Builder& b, DType dtype, double v) {
 Value constant_int(Builder& b, DType dtype, int64_t v) {
   if (!ir::is_integral(dtype) && dtype != DType::Bool) return constant(b, dtype, static_cast<double>(v));
   std::string lit = dtype == DType::Bool ? (v ? "true" : "false") : std::to_string(v);
-  if (ir::is_unsigned(dtype) && dtype != DType::Bool && v < 0) lit = std::to_string(static_cast<uint64_t>(v));
+  if (ir::is_unsigned(dtype) && dtype != DType::Bool && v < 0) {
+    // Wraps modulo 2^bits, as a C++ (and PyTorch) cast does: -1 -> 255 for ui8.
+    uint64_t u = static_cast<uint64_t>(v);
+    int bits = 8 * ir::itemsize(dtype);
+    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
+    lit = std::to_string(u);
+  }
   return b.op1("stablehlo.constant", {}, scalar_type(dtype),
                "value = dense<" + lit + "> : " + scalar_type(dtype).str());
 }
@@ -250,6 +260,15 @@ Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<in
                       [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
                         return {binary(rb, op, a[0], a[1])};
                       })[0];
+}
+
+Value indices_in_range(Builder& b, const Value& index, int64_t size) {
+  Value lo = compare(b, index, full(b, index.type, static_cast<double>(-size)), "GE");
+  Value hi = compare(b, index, full(b, index.type, static_cast<double>(size)), "LT");
+  Value ok = binary(b, "stablehlo.and", lo, hi);
+  std::vector<int64_t> dims(ok.rank());
+  for (int i = 0; i < ok.rank(); ++i) dims[i] = i;
+  return reduce(b, ok, constant_int(b, DType::Bool, 1), dims, "stablehlo.and");
 }
 
 Value dot_general(Builder& b, const Value& lhs, const Value& rhs,

@@ -66,6 +66,8 @@ Value dot_general(Builder& b, const Value& lhs, const Value& rhs,
                   const std::vector<int64_t>& lhs_contract, const std::vector<int64_t>& rhs_contract,
                   DType out_dtype);
 
+// 0-d i1: every element of integer `index` lies in [-size, size).
+Value indices_in_range(Builder& b, const Value& index, int64_t size);
 // Normalises a possibly negative dimension index.
 int64_t wrap_dim(int64_t dim, int64_t rank);
 Type with_dtype(const Type& t, DType dtype);

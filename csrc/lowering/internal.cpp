@@ -17,3 +17,64 @@ std::vector<ir::Value> lower_copy(Ctx& c) {
 TPU_LOWERING("torch_tpu::view_copy", lower_copy);
 
 }  // namespace tpu::lowering
+
+namespace tpu::lowering {
+
+namespace {
+
+using ir::DType;
+using ir::Value;
+
+Value nonzero_mask(Ctx& c) {
+  Value x = c.tensor(0);
+  return hlo::compare(c.b, x, hlo::full(c.b, x.type, 0), "NE");
+}
+
+// Number of non-zero elements, as a 0-d int64 (read on the host to size nonzero's result).
+std::vector<Value> lower_count_nonzero(Ctx& c) {
+  Value m = hlo::convert(c.b, nonzero_mask(c), DType::I64);
+  std::vector<int64_t> dims(m.rank());
+  for (int i = 0; i < m.rank(); ++i) dims[i] = i;
+  return {hlo::reduce(c.b, m, hlo::constant_int(c.b, DType::I64, 0), dims, "stablehlo.add")};
+}
+
+// Coordinates of the non-zero elements in row-major order; the count is the result's first
+// dimension. Sorting flat indices with the zero elements pushed past the end keeps order.
+std::vector<Value> lower_nonzero(Ctx& c) {
+  Value x = c.tensor(0);
+  int64_t n = x.type.numel(), count = c.out().shape[0], rank = x.rank();
+  ir::Type flat{DType::I64, {n}};
+  Value mask = hlo::reshape(c.b, nonzero_mask(c), {n});
+  Value iota = hlo::iota(c.b, flat, 0);
+  Value keyed = hlo::select(c.b, mask, iota, hlo::add(c.b, iota, hlo::full(c.b, flat, double(n))));
+  Value sorted = c.b.op_with_region(
+      "stablehlo.sort", {keyed}, {flat}, "dimension = 0 : i64, is_stable = false",
+      {ir::Type{DType::I64, {}}, ir::Type{DType::I64, {}}},
+      [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+        return {hlo::compare(rb, a[0], a[1], "LT")};
+      })[0];
+  Value idx = hlo::slice(c.b, sorted, {0}, {count});
+  ir::Type col{DType::I64, {count, 1}};
+  std::vector<Value> cols;
+  int64_t stride = 1;
+  std::vector<int64_t> strides(rank);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= x.shape()[d];
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    ir::Type t{DType::I64, {count}};
+    Value q = hlo::div(c.b, idx, hlo::full(c.b, t, double(strides[d])));
+    Value r = c.b.op1("stablehlo.remainder", {q, hlo::full(c.b, t, double(x.shape()[d]))}, t);
+    cols.push_back(hlo::reshape(c.b, r, col.shape));
+  }
+  if (cols.empty()) return {hlo::full(c.b, c.out(), 0)};
+  return {hlo::concatenate(c.b, cols, 1)};
+}
+
+}  // namespace
+
+TPU_LOWERING("torch_tpu::count_nonzero", lower_count_nonzero);
+TPU_LOWERING("torch_tpu::nonzero", lower_nonzero);
+
+}  // namespace tpu::lowering

@@ -40,6 +40,11 @@ struct Ctx {
   std::vector<Arg> args;
   std::vector<ir::Type> out_types;  // one per returned value, see the header comment
   ir::Value rng_state;              // ui64[2] (seed, offset) when the op is random
+  // Runtime checks: 0-d i1 values that must be true (e.g. indices in range), each with the
+  // error to raise otherwise. Checked after the op in debug mode, at the next sync in strict
+  // mode (as CUDA reports device-side asserts).
+  std::vector<std::pair<ir::Value, std::string>> checks;
+  void require(const ir::Value& ok, std::string message) { checks.emplace_back(ok, std::move(message)); }
 
   const Arg& arg(int i) const { return args.at(i); }
   const ir::Value& tensor(int i) const { return args.at(i).value; }

@@ -41,8 +41,12 @@ PYBIND11_MODULE(_C, m) {
     return d;
   });
   m.def("_synchronize", [] {
-    py::gil_scoped_release release;
-    exec::synchronize();
+    try {
+      py::gil_scoped_release release;
+      exec::synchronize();
+    } catch (const exec::CheckFailure& e) {
+      throw py::index_error(e.what());
+    }
   });
   m.def("_set_mode", [](const std::string& mode) {
     if (mode == "strict") exec::set_mode(exec::Mode::Strict);

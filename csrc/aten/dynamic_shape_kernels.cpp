@@ -1,0 +1,61 @@
+// Ops whose output size depends on data: the size is read on the host first (a sync, as on
+// CUDA), then a program specialised to that size computes the values.
+#include <ATen/ExpandUtils.h>
+#include <ATen/ops/all.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/index.h>
+#include <torch/library.h>
+
+#include "aten/tpu_tensor.h"
+
+namespace tpu::aten {
+
+at::Tensor nonzero_kernel(const at::Tensor& self) {
+  c10::DeviceIndex device = self.device().index();
+  at::Tensor count_t = run_internal("torch_tpu::count_nonzero", {self}, {}, {ir::Type{ir::DType::I64, {}}}, device)[0];
+  int64_t count = to_cpu(count_t).item<int64_t>();
+  return run_internal("torch_tpu::nonzero", {self}, {}, {ir::Type{ir::DType::I64, {count, self.dim()}}}, device)[0];
+}
+
+// Boolean (or uint8) masks in an index list become the long indices of their true elements.
+c10::List<std::optional<at::Tensor>> expand_masks(const c10::List<std::optional<at::Tensor>>& indices) {
+  c10::List<std::optional<at::Tensor>> out;
+  for (const std::optional<at::Tensor>& idx : indices) {
+    if (idx && idx->defined() && (idx->scalar_type() == at::kBool || idx->scalar_type() == at::kByte)) {
+      at::Tensor nz = nonzero_kernel(*idx);
+      for (int64_t d = 0; d < idx->dim(); ++d) out.push_back(nz.select(1, d));
+    } else {
+      out.push_back(idx);
+    }
+  }
+  return out;
+}
+
+bool has_mask(const c10::List<std::optional<at::Tensor>>& indices) {
+  for (const std::optional<at::Tensor>& idx : indices)
+    if (idx && idx->defined() && (idx->scalar_type() == at::kBool || idx->scalar_type() == at::kByte))
+      return true;
+  return false;
+}
+
+namespace {
+
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  auto [s, m] = at::expand_outplace(self, mask);
+  return at::index(*s, c10::List<std::optional<at::Tensor>>({std::optional<at::Tensor>(*m)}));
+}
+
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  if (self.sizes() != other.sizes()) return false;
+  return to_cpu(at::all(at::eq(self, other))).item<bool>();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nonzero", TORCH_FN(nonzero_kernel));
+  m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("equal", TORCH_FN(equal));
+}
+
+}  // namespace tpu::aten

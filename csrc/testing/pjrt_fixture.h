@@ -1,0 +1,128 @@
+// Shared plugin/client for the unit tests and a helper that compiles a StableHLO module, runs it
+// on host data and returns the outputs' bytes. The plugin path comes from the environment
+// variable TORCH_TPU_TEST_PLUGIN (scripts/cpp_tests.sh sets it).
+#pragma once
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/dtype.h"
+#include "runtime/client.h"
+#include "runtime/plugin.h"
+
+namespace tpu::testing {
+
+inline std::string plugin_path() {
+  const char* p = std::getenv("TORCH_TPU_TEST_PLUGIN");
+  if (p == nullptr || *p == 0)
+    throw std::runtime_error("set TORCH_TPU_TEST_PLUGIN to the PJRT plugin .so (scripts/cpp_tests.sh does)");
+  return p;
+}
+
+inline std::shared_ptr<runtime::Plugin> plugin() {
+  static std::shared_ptr<runtime::Plugin> p = runtime::Plugin::load(plugin_path());
+  return p;
+}
+
+inline runtime::Client& client() {
+  static runtime::Client c(plugin(), {});
+  return c;
+}
+
+inline PJRT_Buffer_Type buffer_type(ir::DType t) {
+  using ir::DType;
+  switch (t) {
+    case DType::Bool: return PJRT_Buffer_Type_PRED;
+    case DType::U8: return PJRT_Buffer_Type_U8;
+    case DType::I8: return PJRT_Buffer_Type_S8;
+    case DType::I16: return PJRT_Buffer_Type_S16;
+    case DType::I32: return PJRT_Buffer_Type_S32;
+    case DType::I64: return PJRT_Buffer_Type_S64;
+    case DType::U16: return PJRT_Buffer_Type_U16;
+    case DType::U32: return PJRT_Buffer_Type_U32;
+    case DType::U64: return PJRT_Buffer_Type_U64;
+    case DType::F16: return PJRT_Buffer_Type_F16;
+    case DType::BF16: return PJRT_Buffer_Type_BF16;
+    case DType::F32: return PJRT_Buffer_Type_F32;
+    case DType::F64: return PJRT_Buffer_Type_F64;
+    case DType::C64: return PJRT_Buffer_Type_C64;
+    case DType::C128: return PJRT_Buffer_Type_C128;
+  }
+  return PJRT_Buffer_Type_INVALID;
+}
+
+// Dense host data of one array: raw bytes, major-to-minor.
+struct HostArray {
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> bytes;
+
+  template <typename T>
+  static HostArray of(ir::DType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
+    HostArray a{dtype, std::move(dims), {}};
+    a.bytes.resize(values.size() * sizeof(T));
+    if (!values.empty()) std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+    return a;
+  }
+  template <typename T>
+  std::vector<T> as() const {
+    std::vector<T> out(bytes.size() / sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+    return out;
+  }
+};
+
+inline int64_t numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+inline std::vector<runtime::BufferPtr> execute(const runtime::Executable& exe,
+                                               const std::vector<HostArray>& inputs) {
+  runtime::Client& c = client();
+  std::vector<runtime::BufferPtr> keep;
+  std::vector<PJRT_Buffer*> args;
+  for (const HostArray& a : inputs) {
+    keep.push_back(c.buffer_from_host(a.bytes.data(), buffer_type(a.dtype), a.dims, 0));
+    args.push_back(keep.back()->raw());
+  }
+  return exe.execute(args, c.device(0));
+}
+
+// Result types are those of `types` (one per output, as the module declares them).
+inline std::vector<HostArray> download(const std::vector<runtime::BufferPtr>& outs,
+                                       const std::vector<ir::Type>& types) {
+  if (outs.size() != types.size())
+    throw std::runtime_error("executable returned " + std::to_string(outs.size()) + " outputs, expected " +
+                             std::to_string(types.size()));
+  std::vector<HostArray> result;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    HostArray h{types[i].dtype, types[i].shape, {}};
+    h.bytes.resize(static_cast<size_t>(numel(h.dims)) * ir::itemsize(h.dtype));
+    outs[i]->to_host(h.bytes.data(), h.bytes.size());
+    result.push_back(std::move(h));
+  }
+  return result;
+}
+
+// Compiles the builder's module, runs it on `inputs` (one per param, in order) and returns its
+// results. Throws (with the module text appended) when compilation fails.
+inline std::vector<HostArray> run(const ir::Builder& b, const std::vector<HostArray>& inputs) {
+  std::string text = b.module_text();
+  runtime::ExecutablePtr exe;
+  try {
+    exe = client().compile(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + "\n--- module ---\n" + text);
+  }
+  std::vector<ir::Type> types;
+  for (const ir::Value& v : b.results()) types.push_back(v.type);
+  return download(execute(*exe, inputs), types);
+}
+
+}  // namespace tpu::testing

@@ -1,0 +1,86 @@
+"""Bad input raises PyTorch's own error at the call, in every mode, and leaves targets intact."""
+
+import pytest
+import torch
+
+import torch_tpu
+
+MODES = ["strict", "debug"]
+
+
+@pytest.fixture(params=MODES)
+def mode(request):
+    with torch_tpu.eager_mode(request.param):
+        yield request.param
+
+
+def error_of(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - we compare the exception itself
+        return e
+    raise AssertionError("no error raised")
+
+
+def same_error(fn, *cpu_args):
+    """fn raises on tpu the same exception type and message as on CPU."""
+    tpu_args = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in cpu_args]
+    e_cpu, e_tpu = error_of(fn, *cpu_args), error_of(fn, *tpu_args)
+    assert type(e_tpu) is type(e_cpu), (e_tpu, e_cpu)
+    assert str(e_cpu).split("\n")[0] == str(e_tpu).split("\n")[0]
+
+
+def test_shape_mismatch(mode):
+    same_error(torch.add, torch.ones(3), torch.ones(4))
+    same_error(torch.mm, torch.ones(2, 3), torch.ones(4, 5))
+    same_error(lambda a: a.view(5), torch.ones(6))
+
+
+def test_in_place_dtype_error_leaves_target_unchanged(mode):
+    x = torch.arange(3, device="tpu")
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        x.add_(torch.full((3,), 0.5, device="tpu"))
+    assert torch.equal(x.cpu(), torch.arange(3))
+    with pytest.raises(RuntimeError, match="must match"):
+        x.add_(torch.ones(4, dtype=torch.int64, device="tpu"))
+    assert torch.equal(x.cpu(), torch.arange(3))
+
+
+def test_mixing_cpu_and_tpu_tensors(mode):
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(3, device="tpu") + torch.ones(3)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.mm(torch.ones(2, 2, device="tpu"), torch.ones(2, 2))
+    # CPU 0-d tensors mix with device tensors as on CUDA.
+    assert torch.equal((torch.ones(3, device="tpu") + torch.tensor(2.0)).cpu(), torch.full((3,), 3.0))
+
+
+def test_out_of_range_index_debug_mode_raises_at_the_call():
+    x = torch.arange(5.0, device="tpu")
+    with torch_tpu.eager_mode("debug"):
+        with pytest.raises(IndexError, match="out of"):
+            torch.index_select(x, 0, torch.tensor([1, 7], device="tpu"))
+        target = torch.zeros(5, device="tpu")
+        with pytest.raises(IndexError):
+            target.index_copy_(0, torch.tensor([9], device="tpu"), torch.ones(1, device="tpu"))
+        assert torch.equal(target.cpu(), torch.zeros(5))
+    # The process stays usable.
+    assert torch.equal(torch.index_select(x, 0, torch.tensor([4, 0], device="tpu")).cpu(),
+                       torch.tensor([4.0, 0.0]))
+
+
+def test_out_of_range_index_strict_mode_raises_at_next_sync():
+    x = torch.arange(5.0, device="tpu")
+    y = torch.index_select(x, 0, torch.tensor([1, 7], device="tpu"))  # launched, not yet checked
+    with pytest.raises(IndexError, match="LAUNCH_BLOCKING"):
+        torch.tpu.synchronize()
+    del y
+    torch.tpu.synchronize()  # reported once
+    assert x.sum().item() == 10.0
+
+
+def test_embedding_index_out_of_range():
+    w = torch.randn(4, 3, device="tpu")
+    with torch_tpu.eager_mode("debug"):
+        with pytest.raises(IndexError):
+            torch.nn.functional.embedding(torch.tensor([0, 4], device="tpu"), w)

@@ -1,0 +1,71 @@
+"""Missing ops are never silent; metrics count what ran, compiled and moved."""
+
+import warnings
+
+import pytest
+import torch
+
+import torch_tpu
+from op_check import assert_same
+
+# An op we do not lower (a special function far from any training path); its functional form
+# is composite over the out= overload, which is what reaches the backend.
+MISSING = torch.special.bessel_j0
+MISSING_NAME = "aten::special_bessel_j0.out"
+
+
+def test_missing_op_raises_not_implemented_naming_the_op():
+    x = torch.ones(3, device="tpu")
+    with pytest.raises(NotImplementedError, match=MISSING_NAME):
+        MISSING(x)
+    # The process stays usable.
+    assert torch.equal(x.cpu(), torch.ones(3))
+
+
+def test_cpu_fallback_warns_once_counts_and_matches_cpu():
+    torch_tpu.metrics.reset()
+    cpu = torch.linspace(0, 5, 7)
+    x = cpu.to("tpu")
+    with torch_tpu.cpu_fallback():
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            first = MISSING(x)
+            second = MISSING(x)
+    assert_same(first, MISSING(cpu))
+    assert_same(second, MISSING(cpu))
+    messages = [str(m.message) for m in w if MISSING_NAME in str(m.message)]
+    assert len(messages) <= 1  # once per op per process (may have warned in an earlier test)
+    assert torch_tpu.metrics.fallback_counts()[MISSING_NAME] == 2
+    assert torch_tpu.metrics.counters()["fallbacks"] == 2
+    with pytest.raises(NotImplementedError):
+        MISSING(x)
+
+
+def test_metrics_count_compiles_hits_and_transfers():
+    torch_tpu.metrics.reset()
+    x = torch.randn(17, 3).to("tpu")
+    c = torch_tpu.metrics.counters()
+    assert c["h2d_transfers"] >= 1 and c["h2d_bytes"] >= 17 * 3 * 4
+    for _ in range(3):
+        x.fill_(1.25)
+    c = torch_tpu.metrics.counters()
+    assert c["ops_dispatched"] >= 3
+    assert c["cache_hits"] >= 2
+    x.cpu()
+    c = torch_tpu.metrics.counters()
+    assert c["d2h_transfers"] >= 1
+    report = torch_tpu.metrics.report()
+    assert "cache_hits" in report and "compile cache" in report
+    info = torch_tpu.metrics.cache_info()
+    assert info["size"] >= 1 and any(e["op"] == "aten::fill_.Scalar" for e in info["entries"])
+
+
+def test_changing_python_scalar_values_does_not_recompile():
+    x = torch.zeros(5, device="tpu")
+    x.fill_(0.5)
+    x[0].item()
+    torch_tpu.metrics.reset()
+    for v in (0.1, 0.2, 3.0, -7.5):
+        x.fill_(v)
+        assert x[0].item() == pytest.approx(v)
+    assert torch_tpu.metrics.counters()["compiles"] == 0

@@ -1,0 +1,168 @@
+"""Exact eager semantics of storage, views and in-place writes, compared with CPU."""
+
+import io
+
+import pytest
+import torch
+
+from op_check import ALL_DTYPES, assert_same
+
+
+def both(fn):
+    """Runs fn(device) on cpu and tpu, returns (tpu_result, cpu_result)."""
+    return fn("tpu"), fn("cpu")
+
+
+def base(device, dtype=torch.float32, shape=(4, 6)):
+    n = 1
+    for s in shape:
+        n *= s
+    return torch.arange(n).reshape(shape).to(dtype).to(device)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_roundtrip_dtypes(dtype):
+    cpu = (torch.randn(3, 5) * 10).to(dtype)
+    t = cpu.to("tpu")
+    assert t.dtype == dtype and t.device.type == "tpu"
+    assert torch.equal(t.cpu(), cpu)
+    assert t.tolist() == cpu.tolist()
+    assert t[1, 2].item() == cpu[1, 2].item()
+
+
+def test_zero_dim_and_empty():
+    assert_same(torch.tensor(3.5).to("tpu"), torch.tensor(3.5))
+    assert_same(torch.empty(0, 3, device="tpu"), torch.empty(0, 3))
+    assert torch.tensor(7, device="tpu").item() == 7
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda x: x[1:3],
+        lambda x: x[:, ::2],
+        lambda x: x[1::2, 1::3],
+        lambda x: x.t(),
+        lambda x: x.t()[2:5],
+        lambda x: x.transpose(0, 1)[::2],
+        lambda x: x[2],
+        lambda x: x.select(1, 3),
+        lambda x: x.narrow(1, 2, 3),
+        lambda x: x.view(3, 8)[1:],
+        lambda x: x.reshape(2, 2, 6).permute(2, 0, 1),
+        lambda x: x.unsqueeze(1)[:, :, 1:],
+        lambda x: x[None, 1:2].squeeze(0),
+        lambda x: x.diagonal(),
+        lambda x: x.diagonal(offset=1),
+        lambda x: x.as_strided((3, 3), (5, 2), 1),
+        lambda x: x.reshape(-1).unfold(0, 4, 2),
+        lambda x: x[0:1].expand(3, 6),
+    ],
+)
+def test_view_reads(view):
+    tpu, cpu = both(lambda d: view(base(d)))
+    assert_same(tpu, cpu)
+    assert tpu.stride() == cpu.stride() and tpu.storage_offset() == cpu.storage_offset()
+    assert_same(tpu.contiguous(), cpu.contiguous())
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda x: x[1:3],
+        lambda x: x[:, ::2],
+        lambda x: x[1::2, 1::3],
+        lambda x: x.t(),
+        lambda x: x.t()[2:5],
+        lambda x: x[2],
+        lambda x: x.select(1, 3),
+        lambda x: x.diagonal(),
+        lambda x: x.as_strided((3, 3), (5, 2), 1),
+        lambda x: x.view(2, 12)[:, 5:9],
+        lambda x: x.reshape(2, 2, 6).permute(2, 0, 1)[1:4],
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)
+def test_writes_through_views_reach_base_and_other_views(view, dtype):
+    def run(device):
+        x = base(device, dtype)
+        other = x.t()  # a second view of the same storage
+        v = view(x)
+        v.fill_(-1)
+        src = torch.arange(v.numel()).reshape(v.shape).to(dtype).to(device) * 3
+        v.copy_(src)
+        return x, other, v
+
+    for a, e in zip(*both(run)):
+        assert_same(a, e)
+
+
+def test_copy_across_devices_and_dtypes():
+    cpu = torch.randn(4, 5)
+    t = torch.zeros(4, 5, dtype=torch.float64, device="tpu")
+    t.copy_(cpu)
+    assert_same(t, cpu.double())
+    half = torch.empty(5, 4, dtype=torch.bfloat16, device="tpu")
+    half.t().copy_(t)
+    assert_same(half, cpu.t().to(torch.bfloat16).contiguous())
+    back = torch.empty(4, 5, dtype=torch.int32)
+    back.copy_(t * 10 if hasattr(t, "__mul__") else t)
+    assert torch.equal(back, (cpu.double() * 10).int())
+    # broadcast copy
+    row = torch.arange(5.0)
+    t.copy_(row)
+    assert_same(t, row.double().expand(4, 5))
+
+
+def test_non_blocking_and_to():
+    cpu = torch.randn(3, 3)
+    t = cpu.to("tpu", non_blocking=True)
+    torch.tpu.synchronize()
+    assert_same(t, cpu)
+    assert_same(t.to(torch.float16), cpu.to(torch.float16))
+    assert torch.equal(t.to("cpu", non_blocking=True), cpu)
+
+
+def test_print_shows_values_and_device():
+    t = torch.tensor([[1.5, -2.0], [0.0, 4.25]], device="tpu")
+    s = str(t)
+    assert "device='tpu:0'" in s and "1.5000" in s and "4.2500" in s
+
+
+def test_save_and_load_tensors_and_state_dict(tmp_path):
+    cpu = torch.randn(3, 4)
+    t = cpu.to("tpu")
+    view = t[:, 1:3]
+    buf = io.BytesIO()
+    torch.save({"t": t, "view": view, "i": torch.arange(5, device="tpu")}, buf)
+    buf.seek(0)
+    loaded = torch.load(buf)
+    assert loaded["t"].device.type == "tpu"
+    assert_same(loaded["t"], cpu)
+    assert_same(loaded["view"], cpu[:, 1:3])
+    assert_same(loaded["i"], torch.arange(5))
+    model = torch.nn.Linear(4, 3).to("tpu")
+    path = tmp_path / "model.pt"
+    torch.save(model.state_dict(), path)
+    sd = torch.load(path)
+    for k, v in model.state_dict().items():
+        assert sd[k].device.type == "tpu"
+        assert torch.equal(sd[k].cpu(), v.cpu())
+    sd_cpu = torch.load(path, map_location="cpu")
+    assert sd_cpu["weight"].device.type == "cpu"
+
+
+def test_resize_and_set():
+    t = torch.empty(0, device="tpu")
+    t.resize_(2, 3)
+    assert t.shape == (2, 3)
+    t.fill_(2.0)
+    assert_same(t, torch.full((2, 3), 2.0))
+    s = torch.arange(6.0, device="tpu")
+    u = torch.empty(0, device="tpu").set_(s.untyped_storage(), 2, (2, 2), (2, 1))
+    assert_same(u, torch.arange(6.0).as_strided((2, 2), (2, 1), 2))
+
+
+def test_mixing_cpu_and_tpu_is_an_error():
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ones(3, device="tpu").copy_(torch.ones(3)).add_(torch.ones(3))
