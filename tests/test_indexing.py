@@ -331,3 +331,15 @@ def test_embedding_int32_indices_0d_and_module():
         idx(1, 2, 2, 5),
         make(4, 3),
     )
+
+
+def test_setitem_bool_mask_does_not_sync():
+    import torch_tpu
+
+    x = torch.randn(4, 5, device="tpu")
+    m = (torch.randn(4, 5) > 0).to("tpu")
+    x[m] = 1.0
+    before = torch_tpu.metrics.counters()["d2h_transfers"]
+    x[m] = 2.0
+    x[m] = x[0, 0]
+    assert torch_tpu.metrics.counters()["d2h_transfers"] == before

@@ -377,6 +377,26 @@ void bind_op(const c10::OperatorHandle& op, const lowering::Lowering* lowering, 
   g_bindings[&schema] = std::move(b);
 }
 
+namespace {
+
+// One boolean mask and no other index tensor.
+bool single_mask(const c10::List<std::optional<at::Tensor>>& indices) {
+  int masks = 0, others = 0;
+  for (const std::optional<at::Tensor>& idx : indices) {
+    if (!idx || !idx->defined()) continue;
+    (idx->scalar_type() == at::kBool || idx->scalar_type() == at::kByte ? masks : others)++;
+  }
+  return masks == 1 && others == 0;
+}
+
+// Lowerings that handle a single boolean mask themselves (lowering/indexing.cpp).
+bool takes_static_mask(const OpBinding& bind) {
+  const std::string& n = bind.lowering->name;
+  return n == "aten::index_put" || n == "aten::_index_put_impl" || n == "aten::_unsafe_index_put";
+}
+
+}  // namespace
+
 void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const OpBinding& bind = binding_of(op);
   if (bind.variant == Variant::Out) return run_out_variant(op, bind, stack);
@@ -386,11 +406,13 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   auto args_begin = stack->end() - n;
   // Boolean masks in index lists (x[mask], x[mask] = v) become long indices: a host sync for
   // their size, then the integer-index lowering.
+  // Writes through a single mask (x[mask] = v) stay static: the index_put lowerings take the
+  // mask itself and select, so no sync is needed.
   for (size_t i = 0; i < n; ++i) {
     c10::IValue& v = *(args_begin + i);
     if (v.isOptionalTensorList()) {
       auto list = v.toOptionalTensorList();
-      if (has_mask(list)) v = expand_masks(list);
+      if (has_mask(list) && !(takes_static_mask(bind) && single_mask(list))) v = expand_masks(list);
     }
   }
   Unpacked u;
