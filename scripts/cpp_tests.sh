@@ -7,7 +7,7 @@
 #
 # Objects are cached under build/cpp_tests/obj with their header dependencies (-MMD), so a rerun
 # recompiles only what changed; one compile at a time. Environment: CXX (default ccache g++ when
-# present), TORCH_TPU_TEST_PLUGIN (default: the wheel's xla_cpu_pjrt.so), PYTHON.
+# present), EXTRA_CXXFLAGS, TORCH_TPU_TEST_PLUGIN (default: the wheel's xla_cpu_pjrt.so), PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -26,7 +26,9 @@ PJRT_DIR=$("$PYTHON" -c "import importlib.util as u; s = u.find_spec('xla_plugin
   die "pjrt_c_api.h not found: pip install xla-cpu-pjrt"
 export TORCH_TPU_TEST_PLUGIN=${TORCH_TPU_TEST_PLUGIN:-$PJRT_DIR/xla_cpu_pjrt.so}
 
-CXXFLAGS=(-std=c++20 -O1 -pthread -Wall -Wno-sign-compare -Wno-unused-variable -I csrc -I "$PJRT_DIR/include")
+# EXTRA_CXXFLAGS (e.g. "-fsanitize=address -g") is added to compile and link commands.
+read -r -a EXTRA <<< "${EXTRA_CXXFLAGS:-}"
+CXXFLAGS=(-std=c++20 -O1 -pthread -Wall -Wno-sign-compare -Wno-unused-variable -I csrc -I "$PJRT_DIR/include" "${EXTRA[@]}")
 OUT=build/cpp_tests
 BIN=$OUT/unit_tests
 mkdir -p "$OUT/obj"
@@ -82,7 +84,7 @@ for o in "${OBJECTS[@]}"; do [[ "$o" -nt "$BIN" ]] && relink=1 && break; done
 [[ "$STAMP" -nt "$BIN" ]] && relink=1
 if [[ $relink == 1 ]]; then
   echo "  LINK $BIN"
-  "$CXX" -pthread -o "$BIN.tmp" "${OBJECTS[@]}" -ldl || die "linking $BIN failed"
+  "$CXX" -pthread "${EXTRA[@]}" -o "$BIN.tmp" "${OBJECTS[@]}" -ldl || die "linking $BIN failed"
   mv "$BIN.tmp" "$BIN"
 fi
 

@@ -45,7 +45,7 @@ const std::vector<ViewCase>& non_overlapping_cases() {
       {"size-1 dims with arbitrary strides", 24, {{1, 3, 1}, {99, 2, 7}, 3}},
       {"only size-1 dims", 24, {{1, 1}, {5, 5}, 13}},
       {"0-d view", 24, {{}, {}, 7}},
-      {"strides that do not divide (5, 2)", 24, {{2, 2}, {5, 2}, 0}},
+      {"strides that do not divide (5, 2)", 24, {{2, 2}, {5, 2}, 3}},
       {"negative stride (flip)", 10, {{5}, {-1}, 9}},
       {"negative row stride", 6, {{2, 3}, {-3, 1}, 3}},
       {"4-d mixed permutation and steps", 60, {{2, 1, 3, 2}, {24, 100, 2, 12}, 1}},
@@ -63,8 +63,8 @@ const std::vector<ViewCase>& overlapping_cases() {
       {"3-d broadcast [0, 4, 0]", 24, {{2, 3, 4}, {0, 4, 0}, 1}},
       {"all strides 0", 24, {{3, 3}, {0, 0}, 5}},
       {"broadcast plus transpose", 24, {{2, 3, 4}, {1, 0, 6}, 0}},
-      {"unfold(0, 4, 2)", 10, {{4, 4}, {2, 1}, 0}},
-      {"as_strided sliding window [3,3] strides [1,1]", 10, {{3, 3}, {1, 1}, 0}},
+      {"unfold(0, 4, 2) at offset 1", 12, {{4, 4}, {2, 1}, 1}},
+      {"as_strided sliding window [3,3] strides [1,1]", 10, {{3, 3}, {1, 1}, 2}},
       {"equal strides with a size-1 dim", 10, {{2, 1, 3}, {1, 0, 1}, 2}},
       {"2-d unfold windows of 4x5", 20, {{3, 4, 2, 2}, {5, 1, 5, 1}, 0}},
       {"empty storage, empty view", 0, {{0}, {1}, 0}},
@@ -141,90 +141,108 @@ struct Outcome {
   std::string module;
 };
 
-Outcome run_read(const ViewCase& c, DType dtype) {
-  Outcome o;
+// Adds the params of case `c` to `b` and returns its result value; fills `inputs` and the
+// expected bytes of `o`.
+Value add_case(Builder& b, const ViewCase& c, DType dtype, bool write, std::vector<HostArray>& inputs, Outcome& o) {
   int size = tpu::ir::itemsize(dtype);
   std::vector<uint8_t> storage = sample_bytes(dtype, c.storage_numel, 0);
-  for (int64_t p : element_positions(c.view))
-    o.expected.insert(o.expected.end(), storage.begin() + p * size, storage.begin() + (p + 1) * size);
-  Builder b;
+  std::vector<int64_t> pos = element_positions(c.view);
   Value s = b.param(Type{dtype, {c.storage_numel}});
-  Value r = tpu::lowering::read_view(b, s, c.view);
-  if (!CHECK_EQ(r.type, (Type{dtype, c.view.sizes}))) return o;
-  b.set_results({r});
-  o.module = b.module_text();
-  HostArray in{dtype, {c.storage_numel}, storage};
-  try {
-    o.got = tpu::testing::run(b, {in}).at(0).bytes;
-    o.ran = true;
-  } catch (const std::exception& e) {
-    tpu::testing::fail(__FILE__, __LINE__, "read_view of " + describe(c, dtype) + " failed: " + e.what());
+  inputs.push_back(HostArray{dtype, {c.storage_numel}, storage});
+  if (!write) {
+    for (int64_t p : pos) o.expected.insert(o.expected.end(), storage.begin() + p * size, storage.begin() + (p + 1) * size);
+    Value r = tpu::lowering::read_view(b, s, c.view);
+    CHECK_EQ(r.type, (Type{dtype, c.view.sizes}));
+    return r;
   }
-  return o;
-}
-
-Outcome run_write(const ViewCase& c, DType dtype) {
-  Outcome o;
-  int size = tpu::ir::itemsize(dtype);
-  std::vector<uint8_t> storage = sample_bytes(dtype, c.storage_numel, 0);
   std::vector<uint8_t> values = sample_bytes(dtype, numel(c.view.sizes), 1);
   o.expected = storage;
-  std::vector<int64_t> pos = element_positions(c.view);
-  for (size_t k = 0; k < pos.size(); ++k)
-    std::memcpy(o.expected.data() + pos[k] * size, values.data() + k * size, size);
-  Builder b;
-  Value s = b.param(Type{dtype, {c.storage_numel}});
+  for (size_t k = 0; k < pos.size(); ++k) std::memcpy(o.expected.data() + pos[k] * size, values.data() + k * size, size);
   Value v = b.param(Type{dtype, c.view.sizes});
+  inputs.push_back(HostArray{dtype, c.view.sizes, values});
   Value r = tpu::lowering::write_view(b, s, v, c.view);
-  if (!CHECK_EQ(r.type, s.type)) return o;
-  b.set_results({r});
-  o.module = b.module_text();
-  HostArray in{dtype, {c.storage_numel}, storage}, val{dtype, c.view.sizes, values};
-  try {
-    o.got = tpu::testing::run(b, {in, val}).at(0).bytes;
-    o.ran = true;
-  } catch (const std::exception& e) {
-    tpu::testing::fail(__FILE__, __LINE__, "write_view of " + describe(c, dtype) + " failed: " + e.what());
-  }
-  return o;
+  CHECK_EQ(r.type, s.type);
+  return r;
 }
 
-void check_outcome(const Outcome& o, const ViewCase& c, DType dtype, const char* what) {
-  if (!o.ran) return;
-  std::string label = std::string(what) + " of " + describe(c, dtype) + " (bytes)";
-  if (!tpu::testing::check_eq(o.got, o.expected, label.c_str(), "reference", __FILE__, __LINE__))
-    std::printf("--- module ---\n%s", o.module.c_str());
+// The module text of one case, without running it.
+std::string module_of(const ViewCase& c, DType dtype, bool write) {
+  Builder b;
+  std::vector<HostArray> inputs;
+  Outcome o;
+  b.set_results({add_case(b, c, dtype, write, inputs, o)});
+  return b.module_text();
+}
+
+// Runs every case in one module (one compile). When that module fails, runs the cases one by
+// one so that the failure names the case.
+std::vector<Outcome> run_cases(const std::vector<ViewCase>& cases, DType dtype, bool write) {
+  std::vector<Outcome> outs(cases.size());
+  Builder b;
+  std::vector<HostArray> inputs;
+  std::vector<Value> results;
+  for (size_t i = 0; i < cases.size(); ++i) results.push_back(add_case(b, cases[i], dtype, write, inputs, outs[i]));
+  b.set_results(results);
+  try {
+    auto got = tpu::testing::run(b, inputs);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      outs[i].got = got.at(i).bytes;
+      outs[i].ran = true;
+      outs[i].module = module_of(cases[i], dtype, write);
+    }
+    return outs;
+  } catch (const std::exception&) {
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Builder one;
+    std::vector<HostArray> in;
+    Outcome& o = outs[i];
+    o.expected.clear();
+    one.set_results({add_case(one, cases[i], dtype, write, in, o)});
+    o.module = one.module_text();
+    try {
+      o.got = tpu::testing::run(one, in).at(0).bytes;
+      o.ran = true;
+    } catch (const std::exception& e) {
+      tpu::testing::fail(__FILE__, __LINE__, std::string(write ? "write_view" : "read_view") + " of " +
+                                                 describe(cases[i], dtype) + " failed: " + e.what());
+    }
+  }
+  return outs;
+}
+
+void check_cases(const std::vector<ViewCase>& cases, DType dtype, bool write) {
+  const char* what = write ? "write_view" : "read_view";
+  std::vector<Outcome> outs = run_cases(cases, dtype, write);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!outs[i].ran) continue;
+    std::string label = std::string(what) + " of " + describe(cases[i], dtype) + " (bytes)";
+    if (!tpu::testing::check_eq(outs[i].got, outs[i].expected, label.c_str(), "reference", __FILE__, __LINE__))
+      std::printf("--- module ---\n%s", outs[i].module.c_str());
+  }
 }
 
 bool uses(const std::string& module, const char* op) { return module.find(op) != std::string::npos; }
 
 }  // namespace
 
-TEST(StorageView, ReadNonOverlappingViewsF32) {
-  for (const ViewCase& c : non_overlapping_cases()) check_outcome(run_read(c, DType::F32), c, DType::F32, "read_view");
-}
+TEST(StorageView, ReadNonOverlappingViewsF32) { check_cases(non_overlapping_cases(), DType::F32, false); }
 
-TEST(StorageView, ReadOverlappingAndBroadcastViewsF32) {
-  for (const ViewCase& c : overlapping_cases()) check_outcome(run_read(c, DType::F32), c, DType::F32, "read_view");
-}
+TEST(StorageView, ReadOverlappingAndBroadcastViewsF32) { check_cases(overlapping_cases(), DType::F32, false); }
 
 TEST(StorageView, ReadOtherDtypes) {
   const std::vector<ViewCase>& a = non_overlapping_cases();
   const std::vector<ViewCase>& o = overlapping_cases();
   std::vector<ViewCase> subset{a[1], a[3], a[8], a[9], a[16], o[0], o[5]};
-  for (DType t : {DType::I64, DType::Bool, DType::BF16, DType::I8})
-    for (const ViewCase& c : subset) check_outcome(run_read(c, t), c, t, "read_view");
+  for (DType t : {DType::I64, DType::Bool, DType::BF16, DType::I8}) check_cases(subset, t, false);
 }
 
-TEST(StorageView, WriteNonOverlappingViewsF32) {
-  for (const ViewCase& c : non_overlapping_cases()) check_outcome(run_write(c, DType::F32), c, DType::F32, "write_view");
-}
+TEST(StorageView, WriteNonOverlappingViewsF32) { check_cases(non_overlapping_cases(), DType::F32, true); }
 
 TEST(StorageView, WriteOtherDtypes) {
   const std::vector<ViewCase>& a = non_overlapping_cases();
   std::vector<ViewCase> subset{a[1], a[4], a[8], a[9], a[15], a[16]};
-  for (DType t : {DType::I64, DType::Bool, DType::BF16, DType::I8})
-    for (const ViewCase& c : subset) check_outcome(run_write(c, t), c, t, "write_view");
+  for (DType t : {DType::I64, DType::Bool, DType::BF16, DType::I8}) check_cases(subset, t, true);
 }
 
 TEST(StorageView, CommonLayoutsAvoidGatherAndScatter) {
@@ -235,14 +253,11 @@ TEST(StorageView, CommonLayoutsAvoidGatherAndScatter) {
     bool is_structured = false;
     for (const char* n : structured) is_structured |= std::string(n) == c.name;
     if (!is_structured) continue;
-    Outcome r = run_read(c, DType::F32), w = run_write(c, DType::F32);
-    std::string label = c.name;
-    if (!CHECK(!uses(r.module, "stablehlo.gather"))) std::printf("  read of %s used a gather\n", c.name);
-    if (!CHECK(!uses(w.module, "stablehlo.scatter"))) std::printf("  write of %s used a scatter\n", c.name);
+    if (!CHECK(!uses(module_of(c, DType::F32, false), "stablehlo.gather"))) std::printf("  read of %s used a gather\n", c.name);
+    if (!CHECK(!uses(module_of(c, DType::F32, true), "stablehlo.scatter"))) std::printf("  write of %s used a scatter\n", c.name);
   }
   // Broadcast reads use broadcast_in_dim, not a gather.
-  const ViewCase& row = overlapping_cases()[0];
-  CHECK(!uses(run_read(row, DType::F32).module, "stablehlo.gather"));
+  CHECK(!uses(module_of(overlapping_cases()[0], DType::F32, false), "stablehlo.gather"));
 }
 
 TEST(StorageView, IsContiguousAndCoversStorage) {
