@@ -6,6 +6,9 @@ import torch
 import torch.nn.functional as F
 from op_check import check_op, noncontiguous
 
+# Every op test runs in each eager mode (strict, debug, fused).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 # Half types: CPU and tpu both accumulate in float32, but round the float32 result once, so
 # values agree to within the result type's rounding; sums of 8-16 products give at most one
 # ulp of difference from reordering (bf16 ulp at 4.0 is 0.03).

@@ -5,6 +5,9 @@ import pytest
 import torch
 from op_check import assert_same, check_op
 
+# Every op test runs in each eager mode (strict, debug, fused).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 
 def make_params(dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)

@@ -6,6 +6,9 @@ import torch
 import torch.nn.functional as F
 from op_check import check_op, noncontiguous
 
+# Every op test runs in each eager mode (strict, debug, fused).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 DTYPES = [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.bool]
 
 

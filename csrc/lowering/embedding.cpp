@@ -14,6 +14,7 @@ using ir::Value;
 std::vector<Value> lower_embedding(Ctx& c) {
   const Value& weight = c.tensor(0);
   const Value& indices = c.tensor(1);
+  idx::require_in_range(c, indices, weight.shape()[0], false, "index out of range in self");
   Value ind = hlo::convert(c.b, indices, DType::I64);
   idx::GatherDims d;
   for (int i = 1; i < weight.rank(); ++i) d.offset_dims.push_back(indices.rank() + i - 1);

@@ -91,6 +91,23 @@ Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& 
   return scatter(b, operand, ind, updates, d, combine);
 }
 
+void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negative,
+                      const std::string& message) {
+  if (index.type.numel() == 0) return;
+  Value i = hlo::convert(c.b, index, DType::I64);
+  Value lo = hlo::full(c.b, i.type, allow_negative ? -static_cast<double>(size) : 0.0);
+  Value hi = hlo::full(c.b, i.type, static_cast<double>(size));
+  Value ok = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, i, lo, "GE"), hlo::compare(c.b, i, hi, "LT"));
+  std::vector<int64_t> dims;
+  for (int d = 0; d < ok.rank(); ++d) dims.push_back(d);
+  if (!dims.empty()) ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
+  c.require(ok, message);
+}
+
+std::string out_of_bounds(int64_t dim, int64_t size) {
+  return "index is out of bounds for dimension " + std::to_string(dim) + " with size " + std::to_string(size);
+}
+
 std::string add_op(DType dtype) { return dtype == DType::Bool ? "stablehlo.or" : "stablehlo.add"; }
 std::string mul_op(DType dtype) { return dtype == DType::Bool ? "stablehlo.and" : "stablehlo.multiply"; }
 

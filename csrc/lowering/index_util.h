@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lowering/hlo.h"
+#include "lowering/registry.h"
 
 namespace tpu::lowering::idx {
 
@@ -52,6 +53,13 @@ Value at_least_1d(Builder& b, const Value& v);
 // rows updates[..., i, ...] (at position `dim`) go to operand[..., index[i], ...].
 Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index,
                     const Value& updates, const std::string& combine);
+
+// Adds a runtime check (Ctx::require) that every entry of `index` lies in [0, size), or in
+// [-size, size) when negative indices wrap; PyTorch raises `message` otherwise.
+void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negative,
+                      const std::string& message);
+// "index is out of bounds for dimension D with size N" (PyTorch's wording, less the value).
+std::string out_of_bounds(int64_t dim, int64_t size);
 
 // The combining op of a reduction over `dtype` ("stablehlo.or" for add on booleans, ...).
 std::string add_op(DType dtype);

@@ -91,7 +91,8 @@ struct Advanced {
   int64_t insert_at = 0;        // position of B in PyTorch's result
 };
 
-Advanced prepare_advanced(ir::Builder& b, const Value& self, const Arg& list) {
+Advanced prepare_advanced(Ctx& c, const Value& self, const Arg& list) {
+  ir::Builder& b = c.b;
   Advanced a;
   std::vector<int64_t> indexed;
   std::vector<Value> idx;
@@ -118,7 +119,9 @@ Advanced prepare_advanced(ir::Builder& b, const Value& self, const Arg& list) {
   one.push_back(1);
   std::vector<Value> parts;
   for (size_t k = 0; k < idx.size(); ++k) {
-    Value w = idx::wrap_index(b, idx[k], self.shape()[indexed[k]]);
+    const int64_t size = self.shape()[indexed[k]];
+    idx::require_in_range(c, idx[k], size, true, idx::out_of_bounds(indexed[k], size));
+    Value w = idx::wrap_index(b, idx[k], size);
     parts.push_back(hlo::reshape(b, hlo::broadcast_to(b, w, a.batch), one));
   }
   if (!parts.empty()) a.coords = hlo::concatenate(b, parts, static_cast<int64_t>(a.batch.size()));
@@ -144,7 +147,7 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
 // index.Tensor(self, Tensor?[] indices)
 std::vector<Value> lower_index(Ctx& c) {
   const Value& self = c.tensor(0);
-  Advanced a = prepare_advanced(c.b, self, c.arg(1));
+  Advanced a = prepare_advanced(c, self, c.arg(1));
   if (a.n_indexed == 0) return {self};
   const int64_t nb = static_cast<int64_t>(a.batch.size());
   idx::GatherDims d;
@@ -191,6 +194,9 @@ Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bo
   if (count == 1) {
     rows = hlo::broadcast_to(c.b, vals, flat);
   } else {
+    Value trues = hlo::reduce(c.b, hlo::convert(c.b, mk, DType::I64), hlo::constant_int(c.b, DType::I64, 0), {0}, "stablehlo.add");
+    c.require(hlo::compare(c.b, trues, hlo::constant_int(c.b, DType::I64, count), "EQ"),
+              "shape mismatch: value tensor cannot be broadcast to indexing result");
     Shape full = flat;
     full[p] = count;
     rows = select_rows(c.b, hlo::broadcast_to(c.b, vals, full), p, mask_ranks(c.b, mk, count));
@@ -219,7 +225,7 @@ std::vector<Value> lower_index_put(Ctx& c) {
     // Every entry before the mask is None and stands for one dimension.
     return {index_put_mask(c, self, list[mask_at], mask_at, accumulate)};
   }
-  Advanced a = prepare_advanced(c.b, self, c.arg(1));
+  Advanced a = prepare_advanced(c, self, c.arg(1));
   const int64_t nb = static_cast<int64_t>(a.batch.size());
   if (a.n_indexed == 0) return {self};
   std::vector<int64_t> rperm = result_perm(a);
@@ -254,6 +260,7 @@ std::vector<Value> lower_index_select(Ctx& c) {
   const int64_t dim = hlo::wrap_dim(c.int_arg(1), c.tensor(0).rank());
   const Value& index = c.tensor(2);
   const int64_t n = index.type.numel();
+  idx::require_in_range(c, index, self.shape()[dim], false, "index out of range in self");
   Value ind = hlo::reshape(c.b, idx::wrap_index(c.b, index, self.shape()[dim]), {n, 1});
   idx::GatherDims d;
   for (int64_t i = 0; i < self.rank(); ++i)
@@ -271,8 +278,11 @@ std::vector<Value> lower_index_select(Ctx& c) {
 // Shared body of index_add / index_copy / index_fill: rows `updates` (self's shape with `dim`
 // of size index.numel()) scattered along `dim`.
 Value index_scatter(Ctx& c, const Value& self_in, int64_t dim, const Value& index,
-                    const Value& updates_in, const std::string& combine) {
+                    const Value& updates_in, const std::string& combine, bool allow_negative,
+                    const std::string& message_prefix = "") {
   Value self = idx::at_least_1d(c.b, self_in);
+  const int64_t size = self.shape()[dim];
+  idx::require_in_range(c, index, size, allow_negative, message_prefix + idx::out_of_bounds(dim, size));
   const int64_t n = index.type.numel();
   Shape ushape = self.shape();
   ushape[dim] = n;
@@ -297,7 +307,7 @@ std::vector<Value> lower_index_add(Ctx& c) {
                            : hlo::mul(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()));
   }
   src = hlo::convert(c.b, src, t);
-  return {index_scatter(c, self, dim, c.tensor(2), src, idx::add_op(t))};
+  return {index_scatter(c, self, dim, c.tensor(2), src, idx::add_op(t), false)};
 }
 
 // index_copy(self, dim, index, source)
@@ -305,7 +315,7 @@ std::vector<Value> lower_index_copy(Ctx& c) {
   const Value& self = c.tensor(0);
   const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
   Value src = hlo::convert(c.b, c.tensor(3), self.dtype());
-  return {index_scatter(c, self, dim, c.tensor(2), src, "")};
+  return {index_scatter(c, self, dim, c.tensor(2), src, "", false, "index_copy_(): ")};
 }
 
 // index_fill.int_Scalar / int_Tensor(self, dim, index, value)
@@ -313,10 +323,14 @@ std::vector<Value> lower_index_fill(Ctx& c) {
   const Value& self = c.tensor(0);
   const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
   Value v = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(3), self.dtype()), {});
-  return {index_scatter(c, self, dim, c.tensor(2), v, "")};
+  return {index_scatter(c, self, dim, c.tensor(2), v, "", true)};
 }
 
 // ---- flat indexing ----------------------------------------------------------------------
+
+std::string out_of_range(int64_t numel) {
+  return "out of range: tried to access an index on a tensor of " + std::to_string(numel) + " elements.";
+}
 
 // take(self, index): self.flatten()[index]
 std::vector<Value> lower_take(Ctx& c) {
@@ -324,6 +338,7 @@ std::vector<Value> lower_take(Ctx& c) {
   const int64_t numel = self.type.numel();
   Value flat = hlo::reshape(c.b, self, {numel});
   const Value& index = c.tensor(1);
+  idx::require_in_range(c, index, numel, true, out_of_range(numel));
   Value ind = idx::wrap_index(c.b, index, numel);
   idx::GatherDims d;
   d.collapsed_slice_dims = {0};
@@ -340,6 +355,7 @@ std::vector<Value> lower_put(Ctx& c) {
   const int64_t n = c.tensor(1).type.numel();
   const bool accumulate = c.has(3) && c.bool_arg(3);
   if (n == 0) return {self};
+  idx::require_in_range(c, c.tensor(1), numel, true, out_of_range(numel));
   Value flat = hlo::reshape(c.b, self, {numel});
   Value src = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(2), self.dtype()), {n});
   Value r = idx::scatter_along(c.b, flat, 0, hlo::reshape(c.b, c.tensor(1), {n}), src,
@@ -356,6 +372,11 @@ std::vector<Value> lower_masked_scatter(Ctx& c) {
   Value mask = hlo::reshape(c.b, hlo::broadcast_to(c.b, c.tensor(1), out.shape), {n});
   const Value& source = c.tensor(2);
   const int64_t s = source.type.numel();
+  if (n > 0) {
+    Value count = hlo::reduce(c.b, hlo::convert(c.b, mask, DType::I64), hlo::constant_int(c.b, DType::I64, 0), {0}, "stablehlo.add");
+    c.require(hlo::compare(c.b, count, hlo::constant_int(c.b, DType::I64, s), "LE"),
+              "Number of elements of source < number of ones in mask");
+  }
   if (n == 0 || s == 0) return {hlo::reshape(c.b, self, out.shape)};
   Value pos = mask_ranks(c.b, mask, s);
   Value src = hlo::reshape(c.b, hlo::convert(c.b, source, out.dtype), {s});

@@ -32,6 +32,8 @@ Prepared prepare(Ctx& c, int self_i, int dim_i, int index_i) {
     s.insert(s.end(), p.index.shape().begin(), p.index.shape().end());
     p.index = hlo::reshape(c.b, p.index, s);
   }
+  const int64_t size = p.self.shape()[p.dim];
+  idx::require_in_range(c, p.index, size, false, idx::out_of_bounds(p.dim, size));
   return p;
 }
 
