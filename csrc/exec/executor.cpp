@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
 #include "exec/metrics.h"
 
@@ -92,23 +93,26 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::function<OutputPlan
     return op;
   }
   counters().cache_misses++;
-  OutputPlan plan = make_plan();
   auto op = std::make_shared<CompiledOp>();
   op->op_name = call.op_name;
-  std::string mlir = build_program(call, plan, op->layout);
-  auto t0 = std::chrono::steady_clock::now();
-  try {
-    op->executable = client().compile(mlir);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("torch_tpu: compiling ") + call.op_name +
-                             " failed: " + e.what() + "\n--- program ---\n" + mlir);
+  op->plan = make_plan();
+  // Compiled by an earlier process: layout and executable from the persistent cache.
+  if (!load_compiled_op(call, key, *op)) {
+    std::string mlir = build_program(call, op->plan, op->layout);
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      op->executable = client().compile(mlir);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("torch_tpu: compiling ") + call.op_name +
+                               " failed: " + e.what() + "\n--- program ---\n" + mlir);
+    }
+    auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - t0).count();
+    op->compile_seconds = nanos * 1e-9;
+    counters().compiles++;
+    counters().compile_nanos += nanos;
+    store_compiled_op(call, key, *op);
   }
-  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now() - t0).count();
-  op->compile_seconds = nanos * 1e-9;
-  op->plan = std::move(plan);
-  counters().compiles++;
-  counters().compile_nanos += nanos;
   op->uses++;
   op_cache().insert(key, op);
   return op;
