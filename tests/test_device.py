@@ -99,9 +99,7 @@ def test_generator_objects():
 def test_missing_plugin_error_names_the_fix(tmp_path):
     code = "import torch; torch.zeros(1, device='tpu')"
     env = {"TORCH_TPU_PJRT_PLUGIN": str(tmp_path / "missing.so"), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode != 0
     assert "TORCH_TPU_PJRT_PLUGIN" in out.stderr
 
