@@ -145,8 +145,17 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
           a.list_views.push_back(tensor_view(u, e.toTensor(), bind.name));
         }
       }
-    } else if (elem->kind() == c10::TypeKind::NumberType || elem->kind() == c10::TypeKind::FloatType) {
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar lists are not supported for ", bind.name);
+    } else if (elem->kind() == c10::TypeKind::NumberType) {
+      // Scalar lists (the per-tensor scalars of _foreach_*.ScalarList) arrive as a TensorList
+      // of runtime 0-d values, so changing them (bias corrections every step) never recompiles.
+      a.kind = Arg::Kind::TensorList;
+      a.wrapped_number = true;
+      for (const c10::IValue& e : v.toListRef()) {
+        a.list_scalars.push_back(static_cast<int>(call.scalars.size()));
+        call.scalars.push_back(host_scalar(e.toScalar()));
+      }
+    } else if (elem->kind() == c10::TypeKind::FloatType) {
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: float lists are not supported for ", bind.name);
     } else {
       a.kind = Arg::Kind::IntList;
       if (v.isIntList()) {
@@ -251,6 +260,13 @@ exec::OutputPlan::NewOutput new_output(const at::Tensor& m) {
   return {m.sizes().vec(), strides, to_ir(m.scalar_type())};
 }
 
+bool has_meta_kernel(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
 exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bind,
                               const std::vector<c10::IValue>& args) {
   exec::OutputPlan plan;
@@ -284,6 +300,18 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
       break;
     }
     case Variant::Mutating: {
+      bool fresh_returns = false;
+      for (const auto& r : returns) fresh_returns |= r.alias_info() == nullptr;
+      if (!fresh_returns && !has_meta_kernel(op)) {
+        // Some in-place ops have no meta kernel (_fused_sgd_, _fused_adamw_.tensor_lr); when
+        // they return nothing new, their result types are those of the tensors they write.
+        for (int w : bind.written) {
+          std::vector<at::Tensor> ts;
+          collect_tensors(args[w], ts);
+          for (const at::Tensor& t : ts) plan.result_types.push_back(type_of(t));
+        }
+        break;
+      }
       std::vector<c10::IValue> meta_args;
       std::vector<c10::IValue> out = run_meta(op, args, &meta_args);
       for (int w : bind.written) {
@@ -357,6 +385,26 @@ void bind_op(const c10::OperatorHandle& op, const lowering::Lowering* lowering, 
   g_bindings[&schema] = std::move(b);
 }
 
+namespace {
+
+// One boolean mask and no other index tensor.
+bool single_mask(const c10::List<std::optional<at::Tensor>>& indices) {
+  int masks = 0, others = 0;
+  for (const std::optional<at::Tensor>& idx : indices) {
+    if (!idx || !idx->defined()) continue;
+    (idx->scalar_type() == at::kBool || idx->scalar_type() == at::kByte ? masks : others)++;
+  }
+  return masks == 1 && others == 0;
+}
+
+// Lowerings that handle a single boolean mask themselves (lowering/indexing.cpp).
+bool takes_static_mask(const OpBinding& bind) {
+  const std::string& n = bind.lowering->name;
+  return n == "aten::index_put" || n == "aten::_index_put_impl" || n == "aten::_unsafe_index_put";
+}
+
+}  // namespace
+
 void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const OpBinding& bind = binding_of(op);
   if (bind.variant == Variant::Out) return run_out_variant(op, bind, stack);
@@ -366,11 +414,13 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   auto args_begin = stack->end() - n;
   // Boolean masks in index lists (x[mask], x[mask] = v) become long indices: a host sync for
   // their size, then the integer-index lowering.
+  // Writes through a single mask (x[mask] = v) stay static: the index_put lowerings take the
+  // mask itself and select, so no sync is needed.
   for (size_t i = 0; i < n; ++i) {
     c10::IValue& v = *(args_begin + i);
     if (v.isOptionalTensorList()) {
       auto list = v.toOptionalTensorList();
-      if (has_mask(list)) v = expand_masks(list);
+      if (has_mask(list) && !(takes_static_mask(bind) && single_mask(list))) v = expand_masks(list);
     }
   }
   Unpacked u;

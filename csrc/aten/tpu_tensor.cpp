@@ -160,6 +160,16 @@ std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Ten
     call.args.push_back(a);
   }
   for (const at::Tensor& t : written) call.written_views.push_back(add_view(call, t));
+  // The caller chooses the result types (nonzero's row count comes from the data), so they
+  // are part of the compile-cache key: a trailing argument the lowerings ignore.
+  exec::ArgSpec types;
+  types.kind = lowering::Arg::Kind::IntList;
+  for (const ir::Type& t : result_types) {
+    types.ints.push_back(static_cast<int64_t>(t.dtype));
+    types.ints.push_back(t.rank());
+    types.ints.insert(types.ints.end(), t.shape.begin(), t.shape.end());
+  }
+  call.args.push_back(types);
   std::string key = call.key();
   exec::CompiledOpPtr op = exec::find_or_compile(call, key, [&] {
     exec::OutputPlan plan;

@@ -61,6 +61,8 @@ std::string OpCall::key() const {
       case lowering::Arg::Kind::TensorList:
         put(k, static_cast<uint32_t>(a.list_views.size()));
         for (int v : a.list_views) put(k, v);
+        put(k, static_cast<uint32_t>(a.list_scalars.size()));
+        for (int v : a.list_scalars) put(k, v);
         break;
       case lowering::Arg::Kind::Int:
       case lowering::Arg::Kind::Bool:
