@@ -8,6 +8,9 @@ from op_check import check_op, noncontiguous
 
 import torch_tpu  # noqa: F401
 
+# Every test here runs in strict, debug and fused mode (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 FLOATS = (torch.float32, torch.bfloat16, torch.float64)
 INTS = (torch.int32, torch.int64, torch.uint8)
 NUMERIC = FLOATS + INTS + (torch.bool,)
