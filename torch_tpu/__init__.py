@@ -21,13 +21,14 @@ _num_lowered_ops = _C._register()
 
 from torch_tpu import device as _device_module  # noqa: E402
 from torch_tpu import metrics  # noqa: E402
+from torch_tpu import cache  # noqa: E402
 
 torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
 
-__all__ = ["metrics", "sync", "set_eager_mode", "get_eager_mode", "eager_mode", "cpu_fallback"]
+__all__ = ["metrics", "cache", "sync", "set_eager_mode", "get_eager_mode", "eager_mode", "cpu_fallback"]
 
 
 def sync():

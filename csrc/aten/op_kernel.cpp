@@ -145,14 +145,25 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
           a.list_views.push_back(tensor_view(u, e.toTensor(), bind.name));
         }
       }
-    } else if (elem->kind() == c10::TypeKind::NumberType || elem->kind() == c10::TypeKind::FloatType) {
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar lists are not supported for ", bind.name);
+    } else if (elem->kind() == c10::TypeKind::NumberType) {
+      // Scalar lists (the per-tensor scalars of _foreach_*.ScalarList) arrive as a TensorList
+      // of runtime 0-d values, so changing them (bias corrections every step) never recompiles.
+      a.kind = Arg::Kind::TensorList;
+      a.wrapped_number = true;
+      for (const c10::IValue& e : v.toListRef()) {
+        a.list_scalars.push_back(static_cast<int>(call.scalars.size()));
+        call.scalars.push_back(host_scalar(e.toScalar()));
+      }
+    } else if (elem->kind() == c10::TypeKind::FloatType) {
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: float lists are not supported for ", bind.name);
     } else {
       a.kind = Arg::Kind::IntList;
       if (v.isIntList()) {
         a.ints = v.toIntVector();
       } else {
-        for (const c10::IValue& e : v.toListRef()) a.ints.push_back(e.isInt() ? e.toInt() : e.toSymInt().guard_int(__FILE__, __LINE__));
+        // bool[] (e.g. output_mask) arrives as 0/1.
+        for (const c10::IValue& e : v.toListRef())
+          a.ints.push_back(e.isInt() ? e.toInt() : e.isBool() ? e.toBool() : e.toSymInt().guard_int(__FILE__, __LINE__));
       }
     }
   } else if (kind == c10::TypeKind::NumberType || kind == c10::TypeKind::FloatType) {
@@ -249,6 +260,13 @@ exec::OutputPlan::NewOutput new_output(const at::Tensor& m) {
   return {m.sizes().vec(), strides, to_ir(m.scalar_type())};
 }
 
+bool has_meta_kernel(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
 exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bind,
                               const std::vector<c10::IValue>& args) {
   exec::OutputPlan plan;
@@ -260,6 +278,11 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
         std::vector<at::Tensor> ts;
         collect_tensors(v, ts);
         for (const at::Tensor& t : ts) {
+          if (!t.defined()) {
+            plan.result_types.push_back(ir::Type{ir::DType::F32, {0}});
+            plan.new_outputs.push_back({{0}, {1}, ir::DType::F32, /*undefined=*/true});
+            continue;
+          }
           plan.result_types.push_back(type_of(t));
           plan.new_outputs.push_back(new_output(t));
         }
@@ -277,6 +300,18 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
       break;
     }
     case Variant::Mutating: {
+      bool fresh_returns = false;
+      for (const auto& r : returns) fresh_returns |= r.alias_info() == nullptr;
+      if (!fresh_returns && !has_meta_kernel(op)) {
+        // Some in-place ops have no meta kernel (_fused_sgd_, _fused_adamw_.tensor_lr); when
+        // they return nothing new, their result types are those of the tensors they write.
+        for (int w : bind.written) {
+          std::vector<at::Tensor> ts;
+          collect_tensors(args[w], ts);
+          for (const at::Tensor& t : ts) plan.result_types.push_back(type_of(t));
+        }
+        break;
+      }
       std::vector<c10::IValue> meta_args;
       std::vector<c10::IValue> out = run_meta(op, args, &meta_args);
       for (int w : bind.written) {
@@ -350,6 +385,26 @@ void bind_op(const c10::OperatorHandle& op, const lowering::Lowering* lowering, 
   g_bindings[&schema] = std::move(b);
 }
 
+namespace {
+
+// One boolean mask and no other index tensor.
+bool single_mask(const c10::List<std::optional<at::Tensor>>& indices) {
+  int masks = 0, others = 0;
+  for (const std::optional<at::Tensor>& idx : indices) {
+    if (!idx || !idx->defined()) continue;
+    (idx->scalar_type() == at::kBool || idx->scalar_type() == at::kByte ? masks : others)++;
+  }
+  return masks == 1 && others == 0;
+}
+
+// Lowerings that handle a single boolean mask themselves (lowering/indexing.cpp).
+bool takes_static_mask(const OpBinding& bind) {
+  const std::string& n = bind.lowering->name;
+  return n == "aten::index_put" || n == "aten::_index_put_impl" || n == "aten::_unsafe_index_put";
+}
+
+}  // namespace
+
 void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const OpBinding& bind = binding_of(op);
   if (bind.variant == Variant::Out) return run_out_variant(op, bind, stack);
@@ -359,11 +414,13 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   auto args_begin = stack->end() - n;
   // Boolean masks in index lists (x[mask], x[mask] = v) become long indices: a host sync for
   // their size, then the integer-index lowering.
+  // Writes through a single mask (x[mask] = v) stay static: the index_put lowerings take the
+  // mask itself and select, so no sync is needed.
   for (size_t i = 0; i < n; ++i) {
     c10::IValue& v = *(args_begin + i);
     if (v.isOptionalTensorList()) {
       auto list = v.toOptionalTensorList();
-      if (has_mask(list)) v = expand_masks(list);
+      if (has_mask(list) && !(takes_static_mask(bind) && single_mask(list))) v = expand_masks(list);
     }
   }
   Unpacked u;
@@ -380,9 +437,10 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   u.call.device = u.device;
   u.call.random = bind.lowering->random || bind.generator_arg >= 0;
 
-  exec::CompiledOpPtr compiled = exec::find_or_compile(u.call, [&] {
+  std::string key = u.call.key();
+  exec::CompiledOpPtr compiled = exec::find_or_compile(u.call, key, [&] {
     return plan_outputs(op, bind, std::vector<c10::IValue>(args_begin, stack->end()));
-  });
+  }, !fused_mode());
   if (u.call.random) {
     at::Generator gen = u.generator ? *u.generator : default_generator(u.device);
     TORCH_CHECK(gen.device().type() == c10::DeviceType::PrivateUse1,
@@ -394,18 +452,13 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
     u.call.seed = seed;
     u.call.rng_offset = offset;
   }
-  std::vector<runtime::BufferPtr> outs = launch_checked(*compiled, u.call);
+  std::vector<at::Tensor> outs = run_op(compiled, u.call, key);
 
   // Box the returns: aliases of written arguments, then fresh outputs in order.
   std::vector<c10::IValue> args(args_begin, stack->end());
   torch::jit::drop(*stack, n);
   size_t next_new = 0, next_return = 0;
-  auto fresh = [&]() {
-    const auto& o = compiled->plan.new_outputs[next_new];
-    at::Tensor t = wrap_buffer(outs[next_new], o.sizes, o.strides, to_torch(o.dtype), u.device);
-    ++next_new;
-    return t;
-  };
+  auto fresh = [&]() { return outs[next_new++]; };
   const auto& returns = op.schema().returns();
   for (size_t r = 0; r < returns.size(); ++r) {
     const auto* alias = returns[r].alias_info();

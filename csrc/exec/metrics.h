@@ -17,6 +17,13 @@ struct Counters {
   std::atomic<int64_t> h2d_bytes{0};
   std::atomic<int64_t> d2h_transfers{0};
   std::atomic<int64_t> d2h_bytes{0};
+  // Persistent compile cache (disk_cache.h): loaded instead of compiled, not found, written,
+  // damaged or unwritable, removed by the size limit.
+  std::atomic<int64_t> disk_hits{0};
+  std::atomic<int64_t> disk_misses{0};
+  std::atomic<int64_t> disk_writes{0};
+  std::atomic<int64_t> disk_errors{0};
+  std::atomic<int64_t> disk_evictions{0};
 };
 
 Counters& counters();

@@ -29,6 +29,7 @@ struct ArgSpec {
   int view = -1;                // Tensor living in a device storage
   int scalar = -1;              // Tensor or Scalar passed as a runtime 0-d value (host scalar)
   std::vector<int> list_views;  // TensorList (-1 for None entries)
+  std::vector<int> list_scalars;  // Scalar[]/float[] lists: runtime 0-d values (into scalars)
   bool wrapped_number = false;
   bool is_static = false;       // Scalar whose value is compile-time (i / d below)
   int64_t i = 0;
@@ -58,6 +59,9 @@ struct OutputPlan {
   struct NewOutput {
     std::vector<int64_t> sizes, strides;
     ir::DType dtype;
+    // An undefined tensor in the meta result (e.g. a gradient that output_mask did not ask
+    // for): the lowering returns an empty f32[0] placeholder and the op returns undefined.
+    bool undefined = false;
   };
   std::vector<ir::Type> result_types;   // what the lowering returns
   std::vector<NewOutput> new_outputs;   // results after the written ones

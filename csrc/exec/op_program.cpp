@@ -54,6 +54,10 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
       a.values.push_back(v >= 0 ? read(v) : ir::Value{});
       a.list_present.push_back(v >= 0);
     }
+    for (int sc : spec.list_scalars) {
+      a.values.push_back(scalars[sc]);
+      a.list_present.push_back(true);
+    }
     ctx.args.push_back(std::move(a));
   }
 

@@ -5,8 +5,11 @@
 #include "aten/generator.h"
 #include "aten/tpu_tensor.h"
 #include "exec/compile_cache.h"
+#include "exec/compiled_op_store.h"
+#include "exec/disk_cache.h"
 #include "exec/device_context.h"
 #include "exec/executor.h"
+#include "exec/fused_graph.h"
 #include "exec/metrics.h"
 #include "lowering/registry.h"
 
@@ -49,11 +52,25 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("_set_mode", [](const std::string& mode) {
-    if (mode == "strict") exec::set_mode(exec::Mode::Strict);
-    else if (mode == "debug") exec::set_mode(exec::Mode::Debug);
-    else throw std::invalid_argument("unknown eager mode '" + mode + "' (expected 'strict' or 'debug')");
+    exec::Mode m;
+    if (mode == "strict") m = exec::Mode::Strict;
+    else if (mode == "debug") m = exec::Mode::Debug;
+    else if (mode == "fused") m = exec::Mode::Fused;
+    else throw std::invalid_argument("unknown eager mode '" + mode + "' (expected 'strict', 'debug' or 'fused')");
+    // Whatever was recorded runs before the mode changes, so errors and timing stay attributable.
+    exec::flush();
+    exec::set_mode(m);
   });
-  m.def("_get_mode", [] { return exec::mode() == exec::Mode::Debug ? "debug" : "strict"; });
+  m.def("_get_mode", [] {
+    switch (exec::mode()) {
+      case exec::Mode::Debug: return "debug";
+      case exec::Mode::Fused: return "fused";
+      default: return "strict";
+    }
+  });
+  m.def("_flush", [] { exec::flush(); });
+  m.def("_graph_size", [] { return exec::graph_size(); });
+  m.def("_set_max_graph_nodes", &exec::set_max_graph_nodes);
   m.def("_set_cpu_fallback", &aten::set_cpu_fallback);
   m.def("_cpu_fallback_enabled", &aten::cpu_fallback_enabled);
   m.def("_metrics", &exec::metrics_snapshot);
@@ -77,6 +94,39 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_cache_clear", [] { exec::op_cache().clear(); });
   m.def("_cache_set_capacity", [](size_t n) { exec::op_cache().set_capacity(n); });
+  m.def("_disk_cache_info", [] {
+    exec::DiskCacheInfo i = exec::disk_cache().info();
+    py::dict d;
+    d["enabled"] = i.enabled;
+    d["directory"] = i.directory;
+    d["max_bytes"] = i.max_bytes;
+    d["total_bytes"] = i.total_bytes;
+    d["entries"] = i.entries;
+    return d;
+  });
+  m.def("_disk_cache_set_directory", [](const std::string& dir) { exec::disk_cache().set_directory(dir); });
+  m.def("_disk_cache_default_directory", &exec::default_cache_directory);
+  m.def("_disk_cache_set_max_bytes", [](uint64_t n) { exec::disk_cache().set_max_bytes(n); });
+  m.def("_disk_cache_clear", [] { return exec::disk_cache().clear(); });
+  m.def("_disk_cache_set_identity_extra", &exec::set_cache_identity_extra);
+  // Cache warnings (damaged entries, unwritable directory) become Python RuntimeWarnings.
+  m.def("_disk_cache_route_warnings_to_python", [] {
+    exec::set_cache_warning_handler([](const std::string& message) {
+      const std::string text = "torch_tpu: " + message;
+      if (!Py_IsInitialized()) {
+        std::fprintf(stderr, "%s\n", text.c_str());
+        return;
+      }
+      py::gil_scoped_acquire gil;
+      PyObject *type, *value, *trace;
+      PyErr_Fetch(&type, &value, &trace);  // keep any error being raised
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) != 0) {
+        PyErr_Clear();  // warnings turned into errors: the op must still complete
+        std::fprintf(stderr, "%s\n", text.c_str());
+      }
+      PyErr_Restore(type, value, trace);
+    });
+  });
   m.def("_memory_stats", [] {
     runtime::MemoryStats s = runtime::memory_stats();
     py::dict d;

@@ -1,0 +1,154 @@
+// Matrix products: mm, bmm, mv, dot, vdot and their add-forms (addmm, baddbmm, addbmm, addmv,
+// addr). linear and matmul are CompositeImplicitAutograd and decompose into these; backward is
+// built from the same ops (mm of transposed views).
+//
+// Like PyTorch's CPU kernels, float16/bfloat16 products accumulate in float32 (dot_general with
+// an f32 result) and the add-forms combine beta*self + alpha*product in float32 before a single
+// rounding to the result dtype.
+#include "lowering/hlo.h"
+#include "lowering/registry.h"
+
+namespace tpu::lowering {
+
+namespace {
+
+using ir::DType;
+using ir::Value;
+
+DType acc_type(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+
+// dot_general of `lhs` and `rhs` in the accumulation type of `out`.
+Value product(Ctx& c, const Value& lhs, const Value& rhs, const std::vector<int64_t>& lb,
+              const std::vector<int64_t>& rb, const std::vector<int64_t>& lc,
+              const std::vector<int64_t>& rc, DType out) {
+  DType acc = acc_type(out);
+  Value l = hlo::convert(c.b, lhs, out), r = hlo::convert(c.b, rhs, out);
+  if (ir::is_complex(out) || ir::is_integral(out) || out == DType::Bool) {
+    // XLA's dot for these types keeps the element type; booleans go through i32 (any nonzero
+    // sum is true, as in PyTorch's boolean matmul).
+    if (out == DType::Bool) {
+      Value li = hlo::convert(c.b, l, DType::I32), ri = hlo::convert(c.b, r, DType::I32);
+      Value p = hlo::dot_general(c.b, li, ri, lb, rb, lc, rc, DType::I32);
+      return hlo::compare(c.b, p, hlo::full(c.b, p.type, 0), "NE");
+    }
+    return hlo::dot_general(c.b, l, r, lb, rb, lc, rc, out);
+  }
+  return hlo::dot_general(c.b, l, r, lb, rb, lc, rc, acc);
+}
+
+// beta * self + alpha * prod (prod already in the accumulation type), with PyTorch's rule that
+// beta == 0 ignores `self` entirely (NaN/inf in it do not propagate). beta and alpha are runtime
+// scalars, so the rule is a select rather than a compile-time branch.
+Value add_form(Ctx& c, int self_i, int beta_i, int alpha_i, const Value& prod) {
+  const ir::Type& out = c.out();
+  DType acc = prod.dtype();
+  Value p = hlo::broadcast_to(c.b, prod, out.shape);
+  if (c.has(alpha_i)) {
+    Value alpha = hlo::convert(c.b, c.tensor(alpha_i), acc);
+    if (acc == DType::Bool) {
+      p = hlo::binary(c.b, "stablehlo.and", p, hlo::broadcast_to(c.b, alpha, out.shape));
+    } else {
+      p = hlo::mul(c.b, hlo::broadcast_to(c.b, alpha, out.shape), p);
+    }
+  }
+  Value self = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(self_i), acc), out.shape);
+  Value term = self;
+  if (c.has(beta_i)) {
+    Value beta = hlo::convert(c.b, c.tensor(beta_i), acc);
+    Value beta_b = hlo::broadcast_to(c.b, beta, out.shape);
+    Value zero = hlo::full(c.b, ir::Type{acc, out.shape}, 0);
+    if (acc == DType::Bool) {
+      term = hlo::binary(c.b, "stablehlo.and", self, beta_b);
+    } else {
+      Value scaled = hlo::mul(c.b, beta_b, self);
+      Value beta_zero = hlo::compare(c.b, beta_b, zero, "EQ");
+      term = hlo::select(c.b, beta_zero, zero, scaled);
+    }
+  }
+  Value sum = acc == DType::Bool ? hlo::binary(c.b, "stablehlo.or", term, p) : hlo::add(c.b, term, p);
+  return hlo::convert(c.b, sum, out.dtype);
+}
+
+Value conj(Ctx& c, const Value& v) {
+  if (!ir::is_complex(v.dtype())) return v;
+  ir::Type real{ir::real_type(v.dtype()), v.shape()};
+  Value re = c.b.op1("stablehlo.real", {v}, real);
+  Value im = c.b.op1("stablehlo.imag", {v}, real);
+  return c.b.op1("stablehlo.complex", {re, hlo::neg(c.b, im)}, v.type);
+}
+
+std::vector<Value> lower_mm(Ctx& c) {
+  Value p = product(c, c.tensor(0), c.tensor(1), {}, {}, {1}, {0}, c.out().dtype);
+  return {hlo::convert(c.b, p, c.out().dtype)};
+}
+
+std::vector<Value> lower_bmm(Ctx& c) {
+  Value p = product(c, c.tensor(0), c.tensor(1), {0}, {0}, {2}, {1}, c.out().dtype);
+  return {hlo::convert(c.b, p, c.out().dtype)};
+}
+
+std::vector<Value> lower_mv(Ctx& c) {
+  Value p = product(c, c.tensor(0), c.tensor(1), {}, {}, {1}, {0}, c.out().dtype);
+  return {hlo::convert(c.b, p, c.out().dtype)};
+}
+
+std::vector<Value> lower_dot(Ctx& c) {
+  Value p = product(c, c.tensor(0), c.tensor(1), {}, {}, {0}, {0}, c.out().dtype);
+  return {hlo::convert(c.b, p, c.out().dtype)};
+}
+
+std::vector<Value> lower_vdot(Ctx& c) {
+  Value p = product(c, conj(c, c.tensor(0)), c.tensor(1), {}, {}, {0}, {0}, c.out().dtype);
+  return {hlo::convert(c.b, p, c.out().dtype)};
+}
+
+// addmm(self, mat1, mat2, *, beta, alpha)
+std::vector<Value> lower_addmm(Ctx& c) {
+  Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {1}, {0}, c.out().dtype);
+  return {add_form(c, 0, 3, 4, p)};
+}
+
+// baddbmm(self, batch1, batch2, *, beta, alpha)
+std::vector<Value> lower_baddbmm(Ctx& c) {
+  Value p = product(c, c.tensor(1), c.tensor(2), {0}, {0}, {2}, {1}, c.out().dtype);
+  return {add_form(c, 0, 3, 4, p)};
+}
+
+// addbmm(self, batch1, batch2, *, beta, alpha): the batch is summed with the inner dimension.
+std::vector<Value> lower_addbmm(Ctx& c) {
+  Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {0, 2}, {0, 1}, c.out().dtype);
+  return {add_form(c, 0, 3, 4, p)};
+}
+
+// addmv(self, mat, vec, *, beta, alpha)
+std::vector<Value> lower_addmv(Ctx& c) {
+  Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {1}, {0}, c.out().dtype);
+  return {add_form(c, 0, 3, 4, p)};
+}
+
+// addr(self, vec1, vec2, *, beta, alpha): the outer product is an elementwise product.
+std::vector<Value> lower_addr(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType acc = acc_type(out.dtype);
+  Value v1 = hlo::convert(c.b, c.tensor(1), acc), v2 = hlo::convert(c.b, c.tensor(2), acc);
+  ir::Shape shape{v1.shape()[0], v2.shape()[0]};
+  Value a = hlo::broadcast_in_dim(c.b, v1, shape, {0});
+  Value b = hlo::broadcast_in_dim(c.b, v2, shape, {1});
+  Value p = acc == DType::Bool ? hlo::binary(c.b, "stablehlo.and", a, b) : hlo::mul(c.b, a, b);
+  return {add_form(c, 0, 3, 4, p)};
+}
+
+}  // namespace
+
+TPU_LOWERING("aten::mm", lower_mm);
+TPU_LOWERING("aten::bmm", lower_bmm);
+TPU_LOWERING("aten::mv", lower_mv);
+TPU_LOWERING("aten::dot", lower_dot);
+TPU_LOWERING("aten::vdot", lower_vdot);
+TPU_LOWERING("aten::addmm", lower_addmm);
+TPU_LOWERING("aten::baddbmm", lower_baddbmm);
+TPU_LOWERING("aten::addbmm", lower_addbmm);
+TPU_LOWERING("aten::addmv", lower_addmv);
+TPU_LOWERING("aten::addr", lower_addr);
+
+}  // namespace tpu::lowering
