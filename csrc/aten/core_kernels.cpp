@@ -11,6 +11,7 @@
 
 #include "aten/tpu_tensor.h"
 #include "exec/device_context.h"
+#include "exec/fused_graph.h"
 
 namespace tpu::aten {
 
@@ -56,12 +57,11 @@ void grow_storage(const c10::Storage& storage, size_t nbytes) {
   c10::DataPtr fresh = tpu_allocator()->allocate(nbytes);
   set_current_device(saved);
   auto* s = static_cast<exec::Storage*>(fresh.get_context());
-  if (old->buffer) {
+  if (runtime::BufferPtr old_buffer = exec::concrete_buffer(old)) {
     std::vector<uint8_t> host(nbytes, 0);
-    exec::download(*old->buffer, host.data(), static_cast<size_t>(old->buffer->size_in_bytes()));
-    s->dtype = old->dtype;
+    exec::download(*old_buffer, host.data(), static_cast<size_t>(old_buffer->size_in_bytes()));
     int64_t n = static_cast<int64_t>(nbytes) / ir::itemsize(old->dtype);
-    s->buffer = exec::upload(host.data(), old->dtype, {n}, old->device);
+    s->set_buffer(exec::upload(host.data(), old->dtype, {n}, old->device), old->dtype);
   }
   const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
   const_cast<c10::Storage&>(storage).set_nbytes(nbytes);
@@ -121,8 +121,7 @@ at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool) {
     auto buffer = exec::upload(host.const_data_ptr(), dtype, {host.numel()}, dst.device().index());
     if (lowering::covers_storage({dst.sizes().vec(), dst.strides().vec(), dst.storage_offset()},
                                  s->numel_as(dtype))) {
-      s->dtype = dtype;
-      s->buffer = std::move(buffer);
+      s->set_buffer(std::move(buffer), dtype);
       return dst;
     }
     source = wrap_buffer(std::move(buffer), dst.sizes(), dense_strides(dst.sizes()),

@@ -161,7 +161,9 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
       if (v.isIntList()) {
         a.ints = v.toIntVector();
       } else {
-        for (const c10::IValue& e : v.toListRef()) a.ints.push_back(e.isInt() ? e.toInt() : e.toSymInt().guard_int(__FILE__, __LINE__));
+        // bool[] (e.g. output_mask) arrives as 0/1.
+        for (const c10::IValue& e : v.toListRef())
+          a.ints.push_back(e.isInt() ? e.toInt() : e.isBool() ? e.toBool() : e.toSymInt().guard_int(__FILE__, __LINE__));
       }
     }
   } else if (kind == c10::TypeKind::NumberType || kind == c10::TypeKind::FloatType) {
@@ -198,9 +200,10 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
 at::Tensor to_meta(const at::Tensor& t) {
   if (!t.defined()) return t;
   if (t.device().is_cpu()) {
-    at::Tensor m = at::empty({}, t.options().device(c10::kMeta));
-    if (t.unsafeGetTensorImpl()->is_wrapped_number()) m.unsafeGetTensorImpl()->set_wrapped_number(true);
-    return m;
+    // Wrapped Python numbers stay CPU tensors: meta kernels written in Python (add.Tensor's)
+    // turn them back into numbers, which PyTorch only allows for CPU tensors.
+    if (t.unsafeGetTensorImpl()->is_wrapped_number()) return t;
+    return at::empty({}, t.options().device(c10::kMeta));
   }
   int64_t storage_elems = static_cast<int64_t>(t.storage().nbytes()) / t.element_size();
   at::Tensor base = at::empty({storage_elems}, t.options().device(c10::kMeta));
@@ -275,6 +278,11 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
         std::vector<at::Tensor> ts;
         collect_tensors(v, ts);
         for (const at::Tensor& t : ts) {
+          if (!t.defined()) {
+            plan.result_types.push_back(ir::Type{ir::DType::F32, {0}});
+            plan.new_outputs.push_back({{0}, {1}, ir::DType::F32, /*undefined=*/true});
+            continue;
+          }
           plan.result_types.push_back(type_of(t));
           plan.new_outputs.push_back(new_output(t));
         }
@@ -429,9 +437,10 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   u.call.device = u.device;
   u.call.random = bind.lowering->random || bind.generator_arg >= 0;
 
-  exec::CompiledOpPtr compiled = exec::find_or_compile(u.call, [&] {
+  std::string key = u.call.key();
+  exec::CompiledOpPtr compiled = exec::find_or_compile(u.call, key, [&] {
     return plan_outputs(op, bind, std::vector<c10::IValue>(args_begin, stack->end()));
-  });
+  }, !fused_mode());
   if (u.call.random) {
     at::Generator gen = u.generator ? *u.generator : default_generator(u.device);
     TORCH_CHECK(gen.device().type() == c10::DeviceType::PrivateUse1,
@@ -443,18 +452,13 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
     u.call.seed = seed;
     u.call.rng_offset = offset;
   }
-  std::vector<runtime::BufferPtr> outs = launch_checked(*compiled, u.call);
+  std::vector<at::Tensor> outs = run_op(compiled, u.call, key);
 
   // Box the returns: aliases of written arguments, then fresh outputs in order.
   std::vector<c10::IValue> args(args_begin, stack->end());
   torch::jit::drop(*stack, n);
   size_t next_new = 0, next_return = 0;
-  auto fresh = [&]() {
-    const auto& o = compiled->plan.new_outputs[next_new];
-    at::Tensor t = wrap_buffer(outs[next_new], o.sizes, o.strides, to_torch(o.dtype), u.device);
-    ++next_new;
-    return t;
-  };
+  auto fresh = [&]() { return outs[next_new++]; };
   const auto& returns = op.schema().returns();
   for (size_t r = 0; r < returns.size(); ++r) {
     const auto* alias = returns[r].alias_info();

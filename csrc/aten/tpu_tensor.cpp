@@ -5,6 +5,7 @@
 
 #include "exec/device_context.h"
 #include "exec/executor.h"
+#include "exec/fused_graph.h"
 
 namespace tpu::aten {
 
@@ -88,17 +89,57 @@ int add_view(exec::OpCall& call, const at::Tensor& t) {
   return static_cast<int>(call.views.size()) - 1;
 }
 
-at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                       c10::ScalarType dtype, c10::DeviceIndex device) {
+namespace {
+
+at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype,
+                     c10::DeviceIndex device) {
   c10::DeviceIndex saved = current_device();
   set_current_device(device);
   at::Tensor t = at::detail::empty_strided_generic(sizes, strides, tpu_allocator(),
                                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                                    dtype);
   set_current_device(saved);
+  return t;
+}
+
+}  // namespace
+
+bool fused_mode() { return exec::mode() == exec::Mode::Fused; }
+
+std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, const std::string& key) {
+  std::vector<at::Tensor> result;
+  const auto& news = op->plan.new_outputs;
+  if (fused_mode()) {
+    std::vector<std::shared_ptr<exec::PendingValue>> pending = exec::record(op, call, key);
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (news[k].undefined) {
+        result.emplace_back();
+        continue;
+      }
+      at::Tensor t = empty_tpu(news[k].sizes, news[k].strides, to_torch(news[k].dtype),
+                               static_cast<c10::DeviceIndex>(call.device));
+      exec::Storage* s = storage_of(t);
+      s->pending = pending[k];
+      s->dtype = news[k].dtype;
+      s->defined = true;
+      result.push_back(std::move(t));
+    }
+    return result;
+  }
+  std::vector<runtime::BufferPtr> outs = launch_checked(*op, call);
+  for (size_t k = 0; k < outs.size(); ++k)
+    result.push_back(news[k].undefined
+                         ? at::Tensor()
+                         : wrap_buffer(outs[k], news[k].sizes, news[k].strides, to_torch(news[k].dtype),
+                                       static_cast<c10::DeviceIndex>(call.device)));
+  return result;
+}
+
+at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                       c10::ScalarType dtype, c10::DeviceIndex device) {
+  at::Tensor t = empty_tpu(sizes, strides, dtype, device);
   exec::Storage* s = storage_of(t);
-  s->dtype = to_ir(dtype);
-  s->buffer = std::move(buffer);
+  s->set_buffer(std::move(buffer), to_ir(dtype));
   return t;
 }
 
@@ -129,7 +170,8 @@ std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Ten
     types.ints.insert(types.ints.end(), t.shape.begin(), t.shape.end());
   }
   call.args.push_back(types);
-  exec::CompiledOpPtr op = exec::find_or_compile(call, [&] {
+  std::string key = call.key();
+  exec::CompiledOpPtr op = exec::find_or_compile(call, key, [&] {
     exec::OutputPlan plan;
     plan.result_types = result_types;
     for (size_t k = written.size(); k < result_types.size(); ++k) {
@@ -137,14 +179,8 @@ std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Ten
       plan.new_outputs.push_back({t.shape, dense_strides(t.shape), t.dtype});
     }
     return plan;
-  });
-  std::vector<runtime::BufferPtr> outs = launch_checked(*op, call);
-  std::vector<at::Tensor> result;
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const auto& n = op->plan.new_outputs[k];
-    result.push_back(wrap_buffer(outs[k], n.sizes, n.strides, to_torch(n.dtype), device));
-  }
-  return result;
+  }, !fused_mode());
+  return run_op(op, call, key);
 }
 
 std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const exec::OpCall& call) {
@@ -168,16 +204,17 @@ at::Tensor to_cpu(const at::Tensor& t) {
   at::Tensor src = t;
   exec::Storage* s = storage_of(src);
   DType dtype = to_ir(t.scalar_type());
-  bool whole = s->buffer && s->dtype == dtype &&
+  runtime::BufferPtr buffer = exec::concrete_buffer(s);
+  bool whole = buffer && s->dtype == dtype &&
                lowering::covers_storage({t.sizes().vec(), t.strides().vec(), t.storage_offset()},
                                         s->numel_as(dtype));
   if (!whole) {
     src = run_internal("torch_tpu::view_copy", {t}, {}, {ir::Type{dtype, t.sizes().vec()}},
                        t.device().index())[0];
-    s = storage_of(src);
+    buffer = exec::concrete_buffer(storage_of(src));
   }
   at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
-  if (out.numel() > 0) exec::download(*s->buffer, out.data_ptr(), out.nbytes());
+  if (out.numel() > 0) exec::download(*buffer, out.data_ptr(), out.nbytes());
   return out;
 }
 

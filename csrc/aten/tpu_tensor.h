@@ -27,6 +27,10 @@ int add_view(exec::OpCall& call, const at::Tensor& t);
 // A fresh tpu tensor whose storage holds `buffer` laid out with `strides`.
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                        c10::ScalarType dtype, c10::DeviceIndex device);
+// Fresh tpu tensors for the new outputs of `op`: launched now (strict, debug) or recorded into
+// the fused graph, in which case their storages hold pending values.
+std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, const std::string& key);
+bool fused_mode();
 // exec::launch, with failed runtime checks raised as PyTorch IndexErrors.
 std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const exec::OpCall& call);
 // Raises failed runtime checks of earlier launches as IndexErrors (at sync points).

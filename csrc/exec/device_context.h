@@ -28,7 +28,8 @@ runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<i
 void download(const runtime::Buffer& buffer, void* dst, size_t nbytes);
 
 // Eager execution modes. Debug waits after every op so errors surface at the op that caused them.
-enum class Mode { Strict, Debug };
+// Fused records ops and runs everything recorded as one program at a materialization point.
+enum class Mode { Strict, Debug, Fused };
 Mode mode();
 void set_mode(Mode m);
 

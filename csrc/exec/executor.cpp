@@ -7,11 +7,10 @@
 
 #include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
+#include "exec/fused_graph.h"
 #include "exec/metrics.h"
 
 namespace tpu::exec {
-
-namespace {
 
 // Runtime scalars (learning rates, epsilons, Python numbers) repeat: keep their device copies.
 runtime::BufferPtr scalar_buffer(const HostScalar& s, int device) {
@@ -27,6 +26,8 @@ runtime::BufferPtr scalar_buffer(const HostScalar& s, int device) {
   return buffer;
 }
 
+namespace {
+
 runtime::BufferPtr zeros_buffer(ir::DType dtype, int64_t numel, int device) {
   std::vector<uint8_t> zeros(static_cast<size_t>(numel) * ir::itemsize(dtype), 0);
   return upload(zeros.data(), dtype, {numel}, device);
@@ -35,6 +36,8 @@ runtime::BufferPtr zeros_buffer(ir::DType dtype, int64_t numel, int device) {
 // One output of each recent launch, so synchronize() can wait for all launched work.
 std::mutex g_pending_mutex;
 std::vector<runtime::BufferPtr> g_pending;
+
+}  // namespace
 
 void track(const runtime::BufferPtr& b) {
   std::vector<runtime::BufferPtr> done;
@@ -47,6 +50,8 @@ void track(const runtime::BufferPtr& b) {
   }
   for (auto& d : done) d->await_ready();
 }
+
+namespace {
 
 struct PendingCheck {
   runtime::BufferPtr ok;
@@ -63,6 +68,11 @@ bool check_passed(const runtime::Buffer& ok) {
 
 }  // namespace
 
+void queue_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& flags) {
+  std::lock_guard<std::mutex> lock(g_checks_mutex);
+  for (size_t k = 0; k < messages.size(); ++k) g_checks.push_back({flags[k], messages[k]});
+}
+
 void raise_failed_checks() {
   std::vector<PendingCheck> checks;
   {
@@ -75,6 +85,7 @@ void raise_failed_checks() {
 }
 
 void synchronize() {
+  flush();
   std::vector<runtime::BufferPtr> pending;
   {
     std::lock_guard<std::mutex> lock(g_pending_mutex);
@@ -84,37 +95,45 @@ void synchronize() {
   raise_failed_checks();
 }
 
-CompiledOpPtr find_or_compile(const OpCall& call, const std::function<OutputPlan()>& make_plan) {
+void compile_into(CompiledOp& op, const std::string& mlir, const std::string& what) {
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    op.executable = client().compile(mlir);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("torch_tpu: compiling " + what + " failed: " + e.what() +
+                             "\n--- program ---\n" + mlir);
+  }
+  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - t0).count();
+  op.compile_seconds = nanos * 1e-9;
+  counters().compiles++;
+  counters().compile_nanos += nanos;
+}
+
+CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
+                              const std::function<OutputPlan()>& make_plan, bool compile) {
   counters().ops_dispatched++;
-  std::string key = call.key();
-  if (CompiledOpPtr op = op_cache().find(key)) {
-    counters().cache_hits++;
+  CompiledOpPtr op = op_cache().find(key);
+  if (op && (op->executable || !compile)) {
+    if (compile) counters().cache_hits++;
     op->uses++;
     return op;
   }
-  counters().cache_misses++;
-  auto op = std::make_shared<CompiledOp>();
-  op->op_name = call.op_name;
-  op->plan = make_plan();
-  // Compiled by an earlier process: layout and executable from the persistent cache.
-  if (!load_compiled_op(call, key, *op)) {
-    std::string mlir = build_program(call, op->plan, op->layout);
-    auto t0 = std::chrono::steady_clock::now();
-    try {
-      op->executable = client().compile(mlir);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("torch_tpu: compiling ") + call.op_name +
-                               " failed: " + e.what() + "\n--- program ---\n" + mlir);
+  if (!op) {
+    op = std::make_shared<CompiledOp>();
+    op->op_name = call.op_name;
+    op->plan = make_plan();
+    op_cache().insert(key, op);
+  }
+  if (compile) {
+    counters().cache_misses++;
+    // Compiled by an earlier process: layout and executable from the persistent cache.
+    if (!load_compiled_op(call, key, *op)) {
+      compile_into(*op, build_program(call, op->plan, op->layout), call.op_name);
+      store_compiled_op(call, key, *op);
     }
-    auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now() - t0).count();
-    op->compile_seconds = nanos * 1e-9;
-    counters().compiles++;
-    counters().compile_nanos += nanos;
-    store_compiled_op(call, key, *op);
   }
   op->uses++;
-  op_cache().insert(key, op);
   return op;
 }
 
@@ -123,7 +142,7 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
   std::vector<PJRT_Buffer*> args;
   for (int s : op.layout.input_storages) {
     Storage* st = call.storages[s];
-    runtime::BufferPtr buf = st->buffer;
+    runtime::BufferPtr buf = concrete_buffer(st);
     if (!buf) {
       ir::DType dtype = storage_dtype(call, s);
       buf = zeros_buffer(dtype, storage_numel(call, s), call.device);
@@ -152,16 +171,13 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
       if (!check_passed(*outs[first_check + k])) throw CheckFailure(op.layout.check_messages[k]);
   } else {
     if (!outs.empty()) track(outs[0]);
-    std::lock_guard<std::mutex> lock(g_checks_mutex);
-    for (size_t k = 0; k < num_checks; ++k)
-      g_checks.push_back({outs[first_check + k], op.layout.check_messages[k]});
+    queue_checks(op.layout.check_messages, std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
   }
   outs.resize(first_check);
   const size_t num_written = op.layout.written_storages.size();
   for (size_t k = 0; k < num_written; ++k) {
     Storage* st = call.storages[op.layout.written_storages[k]];
-    st->dtype = op.layout.written_dtypes[k];
-    st->buffer = outs[k];
+    st->set_buffer(outs[k], op.layout.written_dtypes[k]);
   }
   return std::vector<runtime::BufferPtr>(outs.begin() + num_written, outs.end());
 }

@@ -9,9 +9,13 @@
 
 namespace tpu::exec {
 
-// The compiled program of `call` from the cache, or compiled now with the plan that
-// `make_plan` computes (called only on a miss). Counts dispatches, hits and misses.
-CompiledOpPtr find_or_compile(const OpCall& call, const std::function<OutputPlan()>& make_plan);
+// The cached entry of `call` (key = call.key()), its plan computed by `make_plan` on a miss.
+// With `compile`, the entry also has its single-op executable (compiled now if needed); fused
+// mode only needs the plan. Counts dispatches, hits and misses.
+CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
+                              const std::function<OutputPlan()>& make_plan, bool compile = true);
+// Compiles `mlir` into `op` (counted and timed); errors name `what` and include the program.
+void compile_into(CompiledOp& op, const std::string& mlir, const std::string& what);
 // Launches asynchronously. Written storages get their new buffers; the buffers of new outputs
 // are returned in plan order. In debug mode waits for completion, so errors surface here.
 std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call);
@@ -20,6 +24,13 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
 void synchronize();
 // Raises the first failed runtime check of earlier (strict-mode) launches, if any.
 void raise_failed_checks();
+
+// Device copy of a runtime scalar (cached: the same values recur).
+runtime::BufferPtr scalar_buffer(const HostScalar& s, int device);
+// Remembers launched work so synchronize() can wait for it.
+void track(const runtime::BufferPtr& output);
+// Runtime-check flags of launched work, inspected at the next sync.
+void queue_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& flags);
 
 // A runtime check of an op failed (Ctx::require).
 struct CheckFailure : std::runtime_error {

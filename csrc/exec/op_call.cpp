@@ -20,7 +20,7 @@ void put_ints(std::string& k, const std::vector<int64_t>& v) {
 
 ir::DType storage_dtype(const OpCall& call, int storage) {
   const Storage* s = call.storages[storage];
-  if (s->buffer) return s->dtype;
+  if (s->defined) return s->dtype;
   for (const TensorView& v : call.views)
     if (v.storage == storage) return v.dtype;
   return ir::DType::F32;
@@ -39,7 +39,7 @@ std::string OpCall::key() const {
   for (size_t s = 0; s < storages.size(); ++s) {
     put(k, storage_dtype(*this, static_cast<int>(s)));
     put(k, storage_numel(*this, static_cast<int>(s)));
-    put(k, static_cast<uint8_t>(storages[s]->buffer != nullptr));
+    put(k, static_cast<uint8_t>(storages[s]->defined));
   }
   put(k, static_cast<uint32_t>(views.size()));
   for (const TensorView& v : views) {

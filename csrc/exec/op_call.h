@@ -59,6 +59,9 @@ struct OutputPlan {
   struct NewOutput {
     std::vector<int64_t> sizes, strides;
     ir::DType dtype;
+    // An undefined tensor in the meta result (e.g. a gradient that output_mask did not ask
+    // for): the lowering returns an empty f32[0] placeholder and the op returns undefined.
+    bool undefined = false;
   };
   std::vector<ir::Type> result_types;   // what the lowering returns
   std::vector<NewOutput> new_outputs;   // results after the written ones

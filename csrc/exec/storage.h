@@ -1,22 +1,44 @@
 // The device side of one PyTorch storage: its byte size and the buffer currently holding it.
 // The buffer is replaced (never mutated) by writes, so every tensor sharing the storage sees them.
+// In fused mode the latest value may still be pending: produced by a recorded, not yet executed
+// node. The pending value is owned here only, so "no storage holds it" means "nobody can read it".
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "ir/dtype.h"
 #include "runtime/buffer.h"
 
 namespace tpu::exec {
 
+struct PendingValue {
+  uint64_t graph_id = 0;          // the fused graph that will produce it
+  int node = -1, output = -1;     // its producer inside that graph
+  runtime::BufferPtr buffer;      // set once the graph has run
+};
+
 struct Storage {
   int64_t nbytes = 0;
   int device = 0;
-  // Null until first written; reads of a never-written storage see zeros.
+  bool defined = false;  // written at least once; reads of an undefined storage see zeros
   runtime::BufferPtr buffer;
-  ir::DType dtype = ir::DType::F32;  // element type of `buffer` (valid when buffer is set)
+  std::shared_ptr<PendingValue> pending;
+  ir::DType dtype = ir::DType::F32;  // element type of the current value (when defined)
 
-  // Number of elements when viewed as `dtype`.
   int64_t numel_as(ir::DType t) const { return nbytes / ir::itemsize(t); }
+  // Adopts the buffer of a pending value whose graph has run.
+  void resolve() {
+    if (pending && pending->buffer) {
+      buffer = pending->buffer;
+      pending.reset();
+    }
+  }
+  void set_buffer(runtime::BufferPtr b, ir::DType t) {
+    buffer = std::move(b);
+    pending.reset();
+    dtype = t;
+    defined = true;
+  }
 };
 
 }  // namespace tpu::exec

@@ -55,9 +55,10 @@ std::vector<Value> lower_linspace(Ctx& c) {
 TPU_LOWERING("aten::fill.Scalar", lower_fill);
 TPU_LOWERING("aten::fill.Tensor", lower_fill);
 TPU_LOWERING("aten::zero", lower_zero);
-TPU_LOWERING("aten::arange", lower_arange);
-TPU_LOWERING("aten::arange.start", lower_arange_start);
-TPU_LOWERING("aten::arange.start_step", lower_arange_start_step);
+// arange's scalars decide the output length, so they are compile-time (in the key).
+TPU_LOWERING("aten::arange", lower_arange, 0b1);
+TPU_LOWERING("aten::arange.start", lower_arange_start, 0b11);
+TPU_LOWERING("aten::arange.start_step", lower_arange_start_step, 0b111);
 TPU_LOWERING("aten::linspace", lower_linspace);
 TPU_LOWERING("aten::linspace.Tensor_Tensor", lower_linspace);
 TPU_LOWERING("aten::linspace.Tensor_Scalar", lower_linspace);

@@ -9,6 +9,7 @@
 #include "exec/disk_cache.h"
 #include "exec/device_context.h"
 #include "exec/executor.h"
+#include "exec/fused_graph.h"
 #include "exec/metrics.h"
 #include "lowering/registry.h"
 
@@ -51,11 +52,25 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("_set_mode", [](const std::string& mode) {
-    if (mode == "strict") exec::set_mode(exec::Mode::Strict);
-    else if (mode == "debug") exec::set_mode(exec::Mode::Debug);
-    else throw std::invalid_argument("unknown eager mode '" + mode + "' (expected 'strict' or 'debug')");
+    exec::Mode m;
+    if (mode == "strict") m = exec::Mode::Strict;
+    else if (mode == "debug") m = exec::Mode::Debug;
+    else if (mode == "fused") m = exec::Mode::Fused;
+    else throw std::invalid_argument("unknown eager mode '" + mode + "' (expected 'strict', 'debug' or 'fused')");
+    // Whatever was recorded runs before the mode changes, so errors and timing stay attributable.
+    exec::flush();
+    exec::set_mode(m);
   });
-  m.def("_get_mode", [] { return exec::mode() == exec::Mode::Debug ? "debug" : "strict"; });
+  m.def("_get_mode", [] {
+    switch (exec::mode()) {
+      case exec::Mode::Debug: return "debug";
+      case exec::Mode::Fused: return "fused";
+      default: return "strict";
+    }
+  });
+  m.def("_flush", [] { exec::flush(); });
+  m.def("_graph_size", [] { return exec::graph_size(); });
+  m.def("_set_max_graph_nodes", &exec::set_max_graph_nodes);
   m.def("_set_cpu_fallback", &aten::set_cpu_fallback);
   m.def("_cpu_fallback_enabled", &aten::cpu_fallback_enabled);
   m.def("_metrics", &exec::metrics_snapshot);

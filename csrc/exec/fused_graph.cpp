@@ -1,0 +1,283 @@
+#include "exec/fused_graph.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "exec/device_context.h"
+#include "exec/executor.h"
+#include "exec/metrics.h"
+#include "exec/op_program.h"
+#include "lowering/hlo.h"
+
+namespace tpu::exec {
+
+namespace {
+
+// Where a node's storage slot takes its value from: a concrete buffer or an earlier node.
+struct Source {
+  runtime::BufferPtr buffer;
+  int node = -1, output = -1;
+};
+
+struct Node {
+  OpCall call;                                     // storages point at `snapshots`
+  std::vector<std::unique_ptr<Storage>> snapshots;  // storage metadata at record time
+  std::vector<Source> sources;                     // per storage slot
+  std::vector<std::weak_ptr<PendingValue>> outputs;  // written storages, then new outputs
+  std::shared_ptr<const CompiledOp> op;            // plan (and layout of a strict compile)
+  std::string key;
+};
+
+struct Graph {
+  uint64_t id = 1;
+  int device = 0;
+  std::vector<Node> nodes;
+  std::string first_key;  // key of the first node: seeing it again means the sequence repeats
+};
+
+std::recursive_mutex g_mutex;
+Graph g_graph;
+size_t g_max_nodes = 4096;
+
+template <typename T>
+void put(std::string& k, const T& v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+std::vector<int> unique_written_storages(const OpCall& call) {
+  std::vector<int> out;
+  for (int v : call.written_views) {
+    int s = call.views[v].storage;
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return out;
+}
+
+void run_graph(Graph& g) {
+  if (g.nodes.empty()) return;
+  std::vector<Node> nodes = std::move(g.nodes);
+  g.nodes.clear();
+  g.first_key.clear();
+  const uint64_t graph_id = g.id++;
+  const int device = g.device;
+
+  // Program key: every node's key, where its inputs come from, and which outputs are live.
+  std::string key = "fused";
+  std::vector<runtime::BufferPtr> params;  // distinct input buffers, first-use order
+  std::unordered_map<const runtime::Buffer*, int> param_index;
+  std::vector<std::vector<int>> source_param(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    put(key, static_cast<uint32_t>(node.key.size()));
+    key += node.key;
+    std::vector<bool> needed = storages_read(node.call);
+    for (size_t s = 0; s < node.sources.size(); ++s) {
+      const Source& src = node.sources[s];
+      int p = -1;
+      if (needed[s] && src.node < 0 && src.buffer) {
+        auto it = param_index.find(src.buffer.get());
+        if (it == param_index.end()) {
+          it = param_index.emplace(src.buffer.get(), static_cast<int>(params.size())).first;
+          params.push_back(src.buffer);
+        }
+        p = it->second;
+      }
+      source_param[n].push_back(p);
+      put(key, static_cast<int32_t>(needed[s] ? p : -2));
+      put(key, static_cast<int32_t>(src.node));
+      put(key, static_cast<int32_t>(src.output));
+    }
+    for (const auto& w : node.outputs) put(key, static_cast<uint8_t>(!w.expired()));
+  }
+
+  std::vector<std::shared_ptr<PendingValue>> live;  // program outputs in order
+  for (const Node& node : nodes)
+    for (const auto& w : node.outputs)
+      if (auto p = w.lock()) live.push_back(p);
+
+  CompiledOpPtr program = op_cache().find(key);
+  counters().ops_dispatched++;
+  if (program) {
+    counters().cache_hits++;
+  } else {
+    counters().cache_misses++;
+    ir::Builder b;
+    std::vector<ir::Value> param_values;
+    // Parameters: distinct buffers first, then each node's scalars and rng state as its ops are
+    // emitted (the argument order below follows the same declaration order).
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      const Node& node = nodes[n];
+      for (size_t s = 0; s < node.sources.size(); ++s) {
+        int p = source_param[n][s];
+        if (p >= static_cast<int>(param_values.size())) {
+          ir::Type t{node.snapshots[s]->dtype, {node.snapshots[s]->numel_as(node.snapshots[s]->dtype)}};
+          param_values.push_back(b.param(t));
+        }
+      }
+    }
+    std::vector<std::vector<ir::Value>> outputs(nodes.size());
+    std::vector<ir::Value> results;
+    std::vector<std::string> checks;
+    auto program_op = std::make_shared<CompiledOp>();
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      const Node& node = nodes[n];
+      std::map<int, ir::Value> current;
+      std::vector<bool> needed = storages_read(node.call);
+      for (size_t s = 0; s < node.sources.size(); ++s) {
+        if (!needed[s]) continue;
+        const Source& src = node.sources[s];
+        if (src.node >= 0) {
+          current[s] = outputs[src.node][src.output];
+        } else if (source_param[n][s] >= 0) {
+          current[s] = param_values[source_param[n][s]];
+        } else {  // never written: zeros
+          current[s] = lowering::hlo::full(b, ir::Type{storage_dtype(node.call, s), {storage_numel(node.call, s)}}, 0);
+        }
+      }
+      std::vector<ir::Value> scalars;
+      for (const HostScalar& h : node.call.scalars) scalars.push_back(b.param(ir::Type{h.dtype, {}}));
+      ir::Value rng;
+      if (node.call.random) rng = b.param(ir::Type{ir::DType::U64, {2}});
+      EmittedOp e = emit_op(b, node.call, node.op->plan, current, scalars, rng);
+      for (int s : e.written_storages) outputs[n].push_back(current.at(s));
+      outputs[n].insert(outputs[n].end(), e.new_outputs.begin(), e.new_outputs.end());
+      for (size_t k = 0; k < node.outputs.size(); ++k)
+        if (!node.outputs[k].expired()) results.push_back(outputs[n][k]);
+      for (auto& [ok, message] : e.checks) {
+        program_op->layout.check_messages.push_back(message);
+        checks.push_back(message);
+        results.push_back(ok);
+      }
+    }
+    b.set_results(results);
+    compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");
+    program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops";
+    op_cache().insert(key, program_op);
+    program = program_op;
+  }
+  program->uses++;
+
+  // Arguments in parameter order: buffers, then per node its scalars and rng state.
+  std::vector<runtime::BufferPtr> keep = params;
+  std::vector<PJRT_Buffer*> args;
+  for (const auto& p : params) args.push_back(p->raw());
+  for (const Node& node : nodes) {
+    for (const HostScalar& h : node.call.scalars) {
+      keep.push_back(scalar_buffer(h, device));
+      args.push_back(keep.back()->raw());
+    }
+    if (node.call.random) {
+      uint64_t state[2] = {node.call.seed, node.call.rng_offset};
+      keep.push_back(upload(state, ir::DType::U64, {2}, device));
+      args.push_back(keep.back()->raw());
+    }
+  }
+  std::vector<runtime::BufferPtr> outs = program->executable->execute(args, client().device(device));
+  counters().executions++;
+  size_t num_checks = program->layout.check_messages.size();
+  size_t first_check = outs.size() - num_checks;
+  for (size_t k = 0; k < live.size() && k < first_check; ++k) live[k]->buffer = outs[k];
+  if (first_check > 0) track(outs[0]);
+  queue_checks(program->layout.check_messages,
+               std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
+  (void)graph_id;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall& call,
+                                                  const std::string& key) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
+                                 key == g_graph.first_key))
+    run_graph(g_graph);
+  if (g_graph.nodes.empty()) {
+    g_graph.device = call.device;
+    g_graph.first_key = key;
+  }
+  const int node_index = static_cast<int>(g_graph.nodes.size());
+  Node node;
+  node.key = key;
+  node.call = call;
+  node.op = op;
+  for (size_t s = 0; s < call.storages.size(); ++s) {
+    Storage* st = call.storages[s];
+    st->resolve();
+    Source src;
+    if (st->pending) {
+      src.node = st->pending->node;
+      src.output = st->pending->output;
+    } else {
+      src.buffer = st->buffer;
+    }
+    node.sources.push_back(std::move(src));
+    auto snap = std::make_unique<Storage>();
+    snap->nbytes = st->nbytes;
+    snap->device = st->device;
+    snap->defined = st->defined;
+    snap->dtype = st->dtype;
+    node.call.storages[s] = snap.get();
+    node.snapshots.push_back(std::move(snap));
+  }
+  // New values: written storages (in order of first write), then fresh outputs.
+  std::vector<int> written = unique_written_storages(call);
+  int out_index = 0;
+  for (int s : written) {
+    auto pv = std::make_shared<PendingValue>();
+    pv->graph_id = g_graph.id;
+    pv->node = node_index;
+    pv->output = out_index++;
+    Storage* st = call.storages[s];
+    ir::DType dtype = st->dtype;
+    for (int v : call.written_views)
+      if (call.views[v].storage == s) dtype = call.views[v].dtype;
+    st->buffer.reset();
+    st->pending = pv;
+    st->dtype = dtype;
+    st->defined = true;
+    node.outputs.push_back(pv);
+  }
+  std::vector<std::shared_ptr<PendingValue>> fresh;
+  for (size_t k = 0; k < op->plan.new_outputs.size(); ++k) {
+    auto pv = std::make_shared<PendingValue>();
+    pv->graph_id = g_graph.id;
+    pv->node = node_index;
+    pv->output = out_index++;
+    node.outputs.push_back(pv);
+    fresh.push_back(pv);
+  }
+  g_graph.nodes.push_back(std::move(node));
+  return fresh;
+}
+
+void flush() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  run_graph(g_graph);
+}
+
+bool graph_empty() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  return g_graph.nodes.empty();
+}
+
+size_t graph_size() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  return g_graph.nodes.size();
+}
+
+runtime::BufferPtr concrete_buffer(Storage* s) {
+  s->resolve();
+  if (s->pending) {
+    flush();
+    s->resolve();
+  }
+  return s->buffer;
+}
+
+void set_max_graph_nodes(size_t n) { g_max_nodes = n == 0 ? 1 : n; }
+size_t max_graph_nodes() { return g_max_nodes; }
+
+}  // namespace tpu::exec
