@@ -121,6 +121,7 @@ void run_graph(Graph& g) {
     std::vector<std::vector<ir::Value>> outputs(nodes.size());
     std::vector<ir::Value> results;
     std::vector<std::string> checks;
+    std::vector<ir::Value> check_values;
     auto program_op = std::make_shared<CompiledOp>();
     for (size_t n = 0; n < nodes.size(); ++n) {
       const Node& node = nodes[n];
@@ -149,9 +150,11 @@ void run_graph(Graph& g) {
       for (auto& [ok, message] : e.checks) {
         program_op->layout.check_messages.push_back(message);
         checks.push_back(message);
-        results.push_back(ok);
+        check_values.push_back(ok);
       }
     }
+    // Checks follow every live value (the launch below reads them from the end).
+    results.insert(results.end(), check_values.begin(), check_values.end());
     b.set_results(results);
     compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");
     program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops";
