@@ -36,19 +36,17 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes) {
   return out;
 }
 
-// Inclusive prefix sum of a rank-1 i64 vector (a reduce_window over a window as long as the
-// vector, padded on the left).
+// Inclusive prefix sum of a rank-1 vector in log2(n) shift-and-add steps (a reduce_window
+// spanning the whole vector would cost n^2 on XLA:CPU).
 Value prefix_sum(ir::Builder& b, const Value& v) {
   const int64_t n = v.shape()[0];
-  ir::Type scalar{DType::I64, {}};
-  Value zero = hlo::constant_int(b, DType::I64, 0);
-  std::string attrs = "window_dimensions = " + ir::i64_array({n}) +
-                      ", padding = dense<[[" + std::to_string(n - 1) + ", 0]]> : tensor<1x2xi64>";
-  return b.op_with_region(
-      "stablehlo.reduce_window", {v, zero}, {v.type}, attrs, {scalar, scalar},
-      [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-        return {hlo::add(rb, a[0], a[1])};
-      })[0];
+  Value zero = hlo::constant(b, v.dtype(), 0);
+  Value acc = v;
+  for (int64_t shift = 1; shift < n; shift *= 2) {
+    Value shifted = hlo::pad(b, hlo::slice_dim(b, acc, 0, 0, n - shift), zero, {shift}, {0});
+    acc = hlo::add(b, acc, shifted);
+  }
+  return acc;
 }
 
 // For each position of a flat boolean mask, the index of the True element at or before it in
