@@ -8,6 +8,7 @@
 #include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
 #include "exec/fused_graph.h"
+#include "exec/recompile_log.h"
 #include "exec/metrics.h"
 
 namespace tpu::exec {
@@ -129,7 +130,8 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
     counters().cache_misses++;
     // Compiled by an earlier process: layout and executable from the persistent cache.
     if (!load_compiled_op(call, key, *op)) {
-      compile_into(*op, build_program(call, op->plan, op->layout), call.op_name);
+      note_compile({&call});
+    compile_into(*op, build_program(call, op->plan, op->layout), call.op_name);
       store_compiled_op(call, key, *op);
     }
   }

@@ -10,6 +10,7 @@
 #include "exec/executor.h"
 #include "exec/metrics.h"
 #include "exec/op_program.h"
+#include "exec/recompile_log.h"
 #include "lowering/hlo.h"
 
 namespace tpu::exec {
@@ -154,6 +155,9 @@ void run_graph(Graph& g) {
     // Live values first, then the runtime-check flags (as single-op programs lay them out).
     results.insert(results.end(), check_values.begin(), check_values.end());
     b.set_results(results);
+    std::vector<const OpCall*> calls;
+    for (const Node& node : nodes) calls.push_back(&node.call);
+    note_compile(calls);
     compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");
     program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops";
     op_cache().insert(key, program_op);

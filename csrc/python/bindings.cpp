@@ -10,6 +10,7 @@
 #include "exec/device_context.h"
 #include "exec/executor.h"
 #include "exec/fused_graph.h"
+#include "exec/recompile_log.h"
 #include "exec/metrics.h"
 #include "lowering/registry.h"
 
@@ -69,6 +70,7 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("_flush", [] { exec::flush(); });
+  m.def("_set_log_recompiles", &exec::set_recompile_logging);
   m.def("_graph_size", [] { return exec::graph_size(); });
   m.def("_set_max_graph_nodes", &exec::set_max_graph_nodes);
   m.def("_set_cpu_fallback", &aten::set_cpu_fallback);

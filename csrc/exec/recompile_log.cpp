@@ -1,0 +1,112 @@
+#include "exec/recompile_log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace tpu::exec {
+
+namespace {
+
+std::atomic<int> g_logging{-1};  // -1: not yet read from the environment
+std::mutex g_mutex;
+std::map<std::string, std::vector<std::string>> g_last;  // structure -> last description
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::ostringstream s;
+  s << "[";
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  s << "]";
+  return s.str();
+}
+
+std::string view_text(const OpCall& c, int v) {
+  const TensorView& t = c.views[v];
+  return std::string(ir::mlir_name(t.dtype)) + ints(t.geometry.sizes) + " strides " +
+         ints(t.geometry.strides) + " offset " + std::to_string(t.geometry.offset);
+}
+
+// One line per input or parameter, named so that a difference reads as an explanation.
+void describe(const OpCall& c, const std::string& prefix, std::vector<std::string>& out) {
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const ArgSpec& a = c.args[i];
+    std::string name = prefix + "argument " + std::to_string(i);
+    switch (a.kind) {
+      case lowering::Arg::Kind::Tensor:
+        out.push_back(name + " (tensor): " +
+                      (a.view >= 0 ? view_text(c, a.view)
+                                   : std::string("cpu scalar ") + ir::mlir_name(c.scalars[a.scalar].dtype)));
+        break;
+      case lowering::Arg::Kind::TensorList: {
+        std::string s = name + " (tensor list of " + std::to_string(a.list_views.size()) + "):";
+        for (int v : a.list_views) s += " " + (v >= 0 ? view_text(c, v) : std::string("None"));
+        out.push_back(s);
+        break;
+      }
+      case lowering::Arg::Kind::Scalar:
+        out.push_back(name + " (scalar): " + ir::mlir_name(c.scalars[a.scalar].dtype) +
+                      (a.is_static ? " value " + std::to_string(a.d) : std::string(" (runtime value)")));
+        break;
+      case lowering::Arg::Kind::Int:
+      case lowering::Arg::Kind::Bool:
+      case lowering::Arg::Kind::ScalarType:
+        out.push_back(name + " = " + std::to_string(a.i));
+        break;
+      case lowering::Arg::Kind::IntList:
+        out.push_back(name + " = " + ints(a.ints));
+        break;
+      case lowering::Arg::Kind::String:
+        out.push_back(name + " = '" + a.s + "'");
+        break;
+      default:
+        out.push_back(name + " = None");
+    }
+  }
+  for (size_t k = 0; k < c.written_views.size(); ++k)
+    out.push_back(prefix + "written tensor " + std::to_string(k) + ": " + view_text(c, c.written_views[k]));
+}
+
+}  // namespace
+
+bool recompile_logging() {
+  int v = g_logging.load();
+  if (v < 0) {
+    const char* env = std::getenv("TORCH_TPU_LOG_RECOMPILES");
+    v = env != nullptr && std::string(env) != "0" && std::string(env) != "";
+    g_logging.store(v);
+  }
+  return v == 1;
+}
+
+void set_recompile_logging(bool on) { g_logging.store(on ? 1 : 0); }
+
+void note_compile(const std::vector<const OpCall*>& calls) {
+  if (!recompile_logging()) return;
+  std::string structure;
+  std::vector<std::string> desc;
+  for (size_t n = 0; n < calls.size(); ++n) {
+    structure += calls[n]->op_name + "/" + std::to_string(calls[n]->args.size()) + ";";
+    describe(*calls[n], calls.size() > 1 ? "op " + std::to_string(n) + " (" + calls[n]->op_name + ") " : "", desc);
+  }
+  std::string what = calls.size() == 1 ? calls[0]->op_name : "a fused graph of " + std::to_string(calls.size()) + " ops";
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_last.find(structure);
+  if (it != g_last.end()) {
+    std::ostringstream msg;
+    msg << "torch_tpu: recompiling " << what << " because";
+    int shown = 0;
+    for (size_t i = 0; i < desc.size() && i < it->second.size(); ++i) {
+      if (desc[i] == it->second[i]) continue;
+      if (shown++ < 4) msg << "\n  " << it->second[i] << "\n   -> " << desc[i];
+    }
+    if (shown == 0) msg << " of a change outside its inputs (storage sizes or aliasing)";
+    if (shown > 4) msg << "\n  (" << shown - 4 << " more differences)";
+    std::fprintf(stderr, "%s\n", msg.str().c_str());
+  }
+  g_last[structure] = std::move(desc);
+}
+
+}  // namespace tpu::exec

@@ -1,0 +1,18 @@
+// TORCH_TPU_LOG_RECOMPILES=1: when a program is compiled for an op (or fused graph) whose
+// structure was compiled before, say what changed: which input's shape, dtype or layout, or
+// which compile-time parameter.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "exec/op_call.h"
+
+namespace tpu::exec {
+
+bool recompile_logging();
+void set_recompile_logging(bool on);
+// Called on every compile; logs (to stderr) the difference from the last compile of the same
+// structure, if any.
+void note_compile(const std::vector<const OpCall*>& calls);
+
+}  // namespace tpu::exec
