@@ -16,7 +16,7 @@ def main():
     print(f"device: {device} -> {torch.tpu.get_device_name()}")
 
     # Synthetic classification: 4 Gaussian blobs in 16 dimensions.
-    centers = torch.randn(4, 16) * 3
+    centers = torch.randn(4, 16) * 0.6
     labels = torch.randint(0, 4, (512,))
     inputs = centers[labels] + torch.randn(512, 16)
 
@@ -34,7 +34,7 @@ def main():
             opt.zero_grad()
             loss.backward()
             opt.step()
-        if step % 10 == 0:
+        if step == 1 or step % 10 == 0:
             print(f"step {step:3d}  loss {loss.item():.4f}  on {loss.device}")
     model.eval()
     with torch.no_grad():
