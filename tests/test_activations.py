@@ -52,7 +52,12 @@ def inputs(dtype, n=40, seed=0):
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 def test_activation_float32_with_grad(name):
     fn = ACTIVATIONS[name]
-    check_op(fn, inputs(F32).requires_grad_(), grad=True)
+    x = inputs(F32)
+    if name == "sinc":
+        # autograd's sinc' = (pi x cos(pi x) - sin(pi x)) / (pi x^2) cancels to noise near 0 in f32
+        # (relative error ~ eps / x^2 on CPU too); fused programs round it differently.
+        x = x[x.abs() > 1e-2]
+    check_op(fn, x.requires_grad_(), grad=True)
 
 
 @pytest.mark.parametrize("dtype", [BF16, F64], ids=str)
