@@ -7,6 +7,9 @@ import torch
 from ew_inputs import INF, NAN, SPECIAL, gen, sample
 from op_check import check_op, noncontiguous
 
+# Every test here runs in strict, debug and fused mode (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 F32, BF16, F64 = torch.float32, torch.bfloat16, torch.float64
 
 
@@ -293,7 +296,31 @@ def test_lerp_addcmul_addcdiv():
 def test_chain_in_each_mode(each_mode):
     def chain(x, y):
         z = torch.where(x > y, torch.atan2(x, y) * y + 2.5, torch.clamp(x - y, -1, 1) ** 2)
-        return torch.lerp(z, x.abs().sqrt(), 0.25) / (1 + y.exp()), (x.detach() % 1.5).floor_divide(0.5)
+        return torch.lerp(z, x.abs().sqrt(), 0.25) / (1 + y.exp()), (x.detach() % 1.5).floor_divide(
+            0.5
+        )
 
     a, b = sample((6, 5), F32).requires_grad_(), sample((6, 5), F32, seed=1).requires_grad_()
     check_op(chain, a, b, grad=True)
+
+
+def test_complex_support_is_explicit():
+    a = torch.randn(3, 4, dtype=torch.complex64, generator=gen(12))
+    b = torch.randn(3, 4, dtype=torch.complex64, generator=gen(13))
+    for fn in (torch.add, torch.sub, torch.mul, torch.div, torch.eq, torch.ne):
+        check_op(fn, a, b)
+    for fn in (
+        torch.neg,
+        torch.exp,
+        torch.log,
+        torch.sqrt,
+        torch.sin,
+        torch.tanh,
+        torch.reciprocal,
+    ):
+        check_op(fn, a)
+    check_op(lambda x: x * 2.5 + 1, a)
+    check_op(torch.where, a.real > 0, a, b)
+    # Real-only formulas refuse complex inputs with a clear error instead of wrong values.
+    with pytest.raises(Exception, match="complex"):
+        torch.sinh(a.to("tpu")).cpu()

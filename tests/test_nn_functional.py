@@ -7,6 +7,9 @@ from op_check import check_op, noncontiguous
 
 import torch_tpu
 
+# Every test here runs in strict, debug and fused mode (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 FLOATS = (torch.float32, torch.bfloat16, torch.float64)
 REDUCTIONS = ("none", "mean", "sum")
 INF = float("inf")

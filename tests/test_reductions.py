@@ -8,6 +8,9 @@ from op_check import check_op, noncontiguous
 
 import torch_tpu  # noqa: F401
 
+# Every test here runs in strict, debug and fused mode (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 FLOATS = (torch.float32, torch.bfloat16, torch.float64)
 INTS = (torch.int32, torch.int64, torch.uint8)
 NUMERIC = FLOATS + INTS + (torch.bool,)
@@ -316,7 +319,10 @@ def test_cummax_cummin(dtype, op):
     check_op(lambda t: f(t, 1), ties)
     if dtype.is_floating_point:
         check_op(lambda t: f(t, 0), torch.tensor([1.0, NAN, 3.0, NAN, 2.0], dtype=dtype))
-        check_op(lambda t: f(t, 1), make((3, 6), dtype, grad=True), grad=True)
+        # The backward scatter-adds bf16 gradients; its summation order differs from CPU's
+        # (measured relative difference 0.0164 against the default 0.016).
+        tol = {"grad_atol": 1e-5, "grad_rtol": 3e-2} if dtype == torch.bfloat16 else {}
+        check_op(lambda t: f(t, 1), make((3, 6), dtype, grad=True), grad=True, **tol)
 
 
 def test_logcumsumexp():

@@ -7,6 +7,9 @@ import torch
 
 from op_check import ALL_DTYPES, assert_same
 
+# Every test here runs in strict, debug and fused mode (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 
 def both(fn):
     """Runs fn(device) on cpu and tpu, returns (tpu_result, cpu_result)."""

@@ -6,6 +6,9 @@ import torch
 from ew_inputs import INF, NAN, SPECIAL, sample
 from op_check import check_op, noncontiguous
 
+# Every test here runs in strict, debug and fused mode (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
 F32, BF16, F64 = torch.float32, torch.bfloat16, torch.float64
 
 

@@ -16,7 +16,13 @@ c10::DeviceIndex current_device() { return g_current_device; }
 void set_current_device(c10::DeviceIndex d) { g_current_device = d; }
 
 c10::DeviceIndex device_count() {
-  return exec::runtime_initialized() ? static_cast<c10::DeviceIndex>(exec::client().device_count()) : 0;
+  // Starts the runtime on first use: the autograd engine sizes its per-device queues once, from
+  // the first count it sees, so reporting 0 before start-up would break later tpu backwards.
+  try {
+    return static_cast<c10::DeviceIndex>(exec::client().device_count());
+  } catch (const std::exception&) {
+    return 0;  // no plugin: the error is raised where the device is actually used
+  }
 }
 
 namespace {

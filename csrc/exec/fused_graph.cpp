@@ -120,7 +120,6 @@ void run_graph(Graph& g) {
     }
     std::vector<std::vector<ir::Value>> outputs(nodes.size());
     std::vector<ir::Value> results;
-    std::vector<std::string> checks;
     std::vector<ir::Value> check_values;
     auto program_op = std::make_shared<CompiledOp>();
     for (size_t n = 0; n < nodes.size(); ++n) {
@@ -149,11 +148,10 @@ void run_graph(Graph& g) {
         if (!node.outputs[k].expired()) results.push_back(outputs[n][k]);
       for (auto& [ok, message] : e.checks) {
         program_op->layout.check_messages.push_back(message);
-        checks.push_back(message);
         check_values.push_back(ok);
       }
     }
-    // Checks follow every live value (the launch below reads them from the end).
+    // Live values first, then the runtime-check flags (as single-op programs lay them out).
     results.insert(results.end(), check_values.begin(), check_values.end());
     b.set_results(results);
     compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");

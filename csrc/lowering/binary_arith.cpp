@@ -34,17 +34,17 @@ Value scaled(Builder& b, const Value& other, const Value& alpha) {
 }
 
 Vs lower_add(Ctx& ctx) {
-  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return plus(b, x[0], scaled(b, x[1], x[2])); });
+  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return plus(b, x[0], scaled(b, x[1], x[2])); }, true);
 }
 Vs lower_sub(Ctx& ctx) {
-  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[0], scaled(b, x[1], x[2])); });
+  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[0], scaled(b, x[1], x[2])); }, true);
 }
 // rsub(self, other, alpha) = other - alpha * self
 Vs lower_rsub(Ctx& ctx) {
-  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[1], scaled(b, x[0], x[2])); });
+  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[1], scaled(b, x[0], x[2])); }, true);
 }
 Vs lower_mul(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return times(b, x[0], x[1]); });
+  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return times(b, x[0], x[1]); }, true);
 }
 
 // Integer floor division: C division truncates, so step down when the remainder is nonzero and
@@ -85,7 +85,7 @@ Value trunc_div(Builder& b, const Value& x, const Value& y) {
 }
 
 Vs lower_div(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); });
+  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); }, true);
 }
 
 // For f16/bf16, CPU's vectorized kernels round every intermediate to the tensor's dtype (the
@@ -97,7 +97,7 @@ Vs lower_div_mode(Ctx& ctx) {
     return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return trunc_div(b, x[0], x[1]); });
   if (mode == "floor")
     return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); });
+  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); }, true);
 }
 
 Vs lower_floor_divide(Ctx& ctx) {
@@ -107,7 +107,7 @@ Vs lower_floor_divide(Ctx& ctx) {
 // --- pow, remainder, fmod ------------------------------------------------------------------
 
 Vs lower_pow(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); });
+  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); }, true);
 }
 
 // pow(tensor, scalar): CPU evaluates exponents 0.5 and -0.5 as sqrt and rsqrt (for every
@@ -120,7 +120,7 @@ Vs lower_pow_tensor_scalar(Ctx& ctx) {
     if (!as_cpu_sqrt) return r;
     r = hlo::select(b, eq(b, x[1], 0.5), sqrt(b, x[0]), r);
     return hlo::select(b, eq(b, x[1], -0.5), hlo::unary(b, "stablehlo.rsqrt", x[0]), r);
-  });
+  }, true);
 }
 
 // Python modulo: the result takes the divisor's sign (stablehlo.remainder is C fmod).

@@ -19,8 +19,10 @@ using ir::Value;
 // rounded once at the end; every other type computes in itself.
 DType opmath(DType t);
 
-// Throws for complex operands of ops whose formulas here are only valid for real numbers.
-void require_real(const Ctx& ctx, const std::vector<int>& args, const char* op);
+// Throws (a clear error instead of a StableHLO verifier failure) when `t` is complex: most
+// formulas here are for real numbers; only ops StableHLO supports natively for complex values
+// opt in.
+void require_real(DType t);
 
 // Result conversion: `v` converted to the dtype of output k.
 Value finish(Ctx& ctx, const Value& v, int k = 0);
@@ -29,7 +31,9 @@ Value finish(Ctx& ctx, const Value& v, int k = 0);
 // broadcast to the output shape (an absent optional argument gives an invalid Value),
 // `fn(b, xs)` combines them, the result becomes the output dtype.
 template <typename Fn>
-std::vector<Value> compute_in(Ctx& ctx, DType t, const std::vector<int>& args, Fn fn) {
+std::vector<Value> compute_in(Ctx& ctx, DType t, const std::vector<int>& args, Fn fn,
+                              bool complex_ok = false) {
+  if (!complex_ok) require_real(t);
   std::vector<Value> xs;
   for (int i : args) xs.push_back(ctx.has(i) ? operand_like_out(ctx, i, t) : Value{});
   return {finish(ctx, fn(ctx.b, xs))};
@@ -38,21 +42,27 @@ std::vector<Value> compute_in(Ctx& ctx, DType t, const std::vector<int>& args, F
 // compute_in opmath(output dtype): suits float-only ops (int inputs become the float output
 // type) and arithmetic whose output dtype is the promoted dtype.
 template <typename Fn>
-std::vector<Value> compute(Ctx& ctx, const std::vector<int>& args, Fn fn) {
-  return compute_in(ctx, opmath(ctx.out(0).dtype), args, fn);
+std::vector<Value> compute(Ctx& ctx, const std::vector<int>& args, Fn fn, bool complex_ok = false) {
+  return compute_in(ctx, opmath(ctx.out(0).dtype), args, fn, complex_ok);
 }
 
 // compute_in the output dtype itself, for exact ops (neg, floor, max, select, ...) where
 // f16/bf16 need no widening.
 template <typename Fn>
-std::vector<Value> compute_exact(Ctx& ctx, const std::vector<int>& args, Fn fn) {
-  return compute_in(ctx, ctx.out(0).dtype, args, fn);
+std::vector<Value> compute_exact(Ctx& ctx, const std::vector<int>& args, Fn fn, bool complex_ok = false) {
+  return compute_in(ctx, ctx.out(0).dtype, args, fn, complex_ok);
 }
 
 // Unary op with a `Value f(Builder&, const Value&)` body, in opmath(output dtype).
 template <Value (*F)(Builder&, const Value&)>
 std::vector<Value> unary(Ctx& ctx) {
   return compute(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); });
+}
+
+// unary() for ops whose StableHLO op also takes complex values (exp, log, sqrt, ...).
+template <Value (*F)(Builder&, const Value&)>
+std::vector<Value> unary_complex(Ctx& ctx) {
+  return compute(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); }, true);
 }
 
 // The same in the output dtype itself.

@@ -157,6 +157,10 @@ Value erfinv(Builder& b, const Value& y) {
       x = hlo::sub(b, x, hlo::div(b, r, slope));
     }
   }
+  // Far below 1e-150, erfinv(a) = a sqrt(pi) / 2 to the last bit, while the Newton residuals
+  // above would be subnormal (flushed to zero by XLA) and leave the initial guess's error.
+  Value linear = ew::mul_c(b, a, std::sqrt(M_PI) / 2);
+  x = hlo::select(b, ew::lt(b, a, f64 ? 1e-150 : 1e-30), linear, x);
   x = hlo::select(b, ew::eq(b, a, 1), cst(b, a, std::numeric_limits<double>::infinity()), x);
   return ew::copysign(b, x, y);
 }

@@ -1,12 +1,13 @@
 // Special functions StableHLO has no op for (chlo.erf & co are not available to us), written
 // with plain StableHLO arithmetic. Inputs must be f32 or f64 (callers compute f16/bf16 in f32).
 //
-// Accuracy, measured against mpmath (tools/fit_special_math.py, which also derives every
-// coefficient below by Chebyshev interpolation):
-//   erf    f32 <= 1.5 ulp, f64 <= 1 ulp (relative)
-//   erfc   f32 <= 3 ulp,   f64 <= 4 ulp (relative, down to the smallest normal result)
-//   erfinv f32 <= 3 ulp,   f64 <= 2 ulp (f64: initial guess ~5e-8 + two Newton steps)
-// (simulated in numpy with the same operation order; the plugin's exp/log add their own ulp).
+// Coefficients are our own Chebyshev fits, derived (and the formulas simulated) by
+// tools/fit_special_math.py. Maximum relative error measured through the XLA:CPU plugin
+// against mpmath / float64 references on dense grids:
+//   erf    f32 1.4 ulp, f64 1.0 ulp
+//   erfc   f32 2.7 ulp, f64 2.3 ulp (down to the smallest normal result, x ~ 9.2 / 26.5)
+//   erfinv f32 3.2 ulp, f64 2.0 ulp (f64: a 5e-8 initial guess refined by two Newton steps)
+// i.e. far inside PyTorch's default tolerances (f32 rtol 1.3e-6 ~ 11 ulp, f64 rtol 1e-7).
 #pragma once
 #include "ir/builder.h"
 

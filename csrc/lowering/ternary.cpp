@@ -15,6 +15,7 @@ Value predicate(Ctx& ctx, int i) {
   return to_bool(ctx.b, operand(ctx, i, ctx.tensor(i).dtype(), ctx.out(0).shape));
 }
 
+// where/masked_fill only select, so complex values pass through.
 Vs lower_where(Ctx& ctx) {
   ir::DType t = ctx.out(0).dtype;
   return {hlo::select(ctx.b, predicate(ctx, 0), operand_like_out(ctx, 1, t), operand_like_out(ctx, 2, t))};

@@ -151,6 +151,10 @@ Value rad2deg_(Builder& b, const Value& x) { return mul_c(b, x, 180 / M_PI); }
 
 // --- lowerings with non-tensor arguments or bool results --------------------------------------
 
+std::vector<Value> lower_neg(Ctx& ctx) {
+  return compute_exact(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return neg_(b, x[0]); }, true);
+}
+
 // round(x, decimals): as CPU, scale by 10^d, round half to even, scale back (dividing by
 // 10^-d for negative d keeps the scale factor exact).
 std::vector<Value> lower_round_decimals(Ctx& ctx) {
@@ -166,6 +170,7 @@ std::vector<Value> lower_round_decimals(Ctx& ctx) {
 // Predicates: computed on the input as is, bool result.
 template <Value (*F)(Builder&, const Value&)>
 std::vector<Value> predicate(Ctx& ctx) {
+  require_real(ctx.tensor(0).dtype());
   return {finish(ctx, F(ctx.b, ctx.tensor(0)))};
 }
 Value isnan_(Builder& b, const Value& x) { return is_nan(b, x); }
@@ -184,6 +189,7 @@ Value signbit_(Builder& b, const Value& x) { return signbit(b, x); }
 std::vector<Value> lower_nan_to_num(Ctx& ctx) {
   Builder& b = ctx.b;
   Value x = ctx.tensor(0);
+  require_real(x.dtype());
   if (!ir::is_floating(x.dtype())) return {finish(ctx, x)};
   DType t = x.dtype();
   auto replacement = [&](int i, double fallback) {
@@ -197,7 +203,7 @@ std::vector<Value> lower_nan_to_num(Ctx& ctx) {
 
 }  // namespace
 
-TPU_LOWERING("aten::neg", ew::unary_exact<neg_>);
+TPU_LOWERING("aten::neg", lower_neg);
 TPU_LOWERING("aten::abs", ew::unary_exact<abs_>);
 TPU_LOWERING("aten::sign", ew::unary_exact<sign_>);
 TPU_LOWERING("aten::sgn", ew::unary_exact<sign_>);  // real inputs only
@@ -208,27 +214,27 @@ TPU_LOWERING("aten::round.decimals", lower_round_decimals);
 TPU_LOWERING("aten::trunc", ew::unary_exact<trunc_>);
 TPU_LOWERING("aten::frac", ew::unary<frac_>);
 
-TPU_LOWERING("aten::exp", ew::unary<exp_>);
+TPU_LOWERING("aten::exp", ew::unary_complex<exp_>);
 TPU_LOWERING("aten::exp2", ew::unary<exp2_>);
-TPU_LOWERING("aten::expm1", ew::unary<expm1_>);
-TPU_LOWERING("aten::log", ew::unary<log_>);
+TPU_LOWERING("aten::expm1", ew::unary_complex<expm1_>);
+TPU_LOWERING("aten::log", ew::unary_complex<log_>);
 TPU_LOWERING("aten::log2", ew::unary<log2_>);
 TPU_LOWERING("aten::log10", ew::unary<log10_>);
-TPU_LOWERING("aten::log1p", ew::unary<log1p_>);
-TPU_LOWERING("aten::sqrt", ew::unary<sqrt_>);
-TPU_LOWERING("aten::rsqrt", ew::unary<rsqrt_>);
-TPU_LOWERING("aten::reciprocal", ew::unary<reciprocal_>);
-TPU_LOWERING("aten::sigmoid", ew::unary<sigmoid_>);
+TPU_LOWERING("aten::log1p", ew::unary_complex<log1p_>);
+TPU_LOWERING("aten::sqrt", ew::unary_complex<sqrt_>);
+TPU_LOWERING("aten::rsqrt", ew::unary_complex<rsqrt_>);
+TPU_LOWERING("aten::reciprocal", ew::unary_complex<reciprocal_>);
+TPU_LOWERING("aten::sigmoid", ew::unary_complex<sigmoid_>);
 
-TPU_LOWERING("aten::sin", ew::unary<sin_>);
-TPU_LOWERING("aten::cos", ew::unary<cos_>);
+TPU_LOWERING("aten::sin", ew::unary_complex<sin_>);
+TPU_LOWERING("aten::cos", ew::unary_complex<cos_>);
 TPU_LOWERING("aten::tan", ew::unary<tan_>);
 TPU_LOWERING("aten::asin", ew::unary<asin_>);
 TPU_LOWERING("aten::acos", ew::unary<acos_>);
 TPU_LOWERING("aten::atan", ew::unary<atan_>);
 TPU_LOWERING("aten::sinh", ew::unary<sinh_>);
 TPU_LOWERING("aten::cosh", ew::unary<cosh_>);
-TPU_LOWERING("aten::tanh", ew::unary<tanh_>);
+TPU_LOWERING("aten::tanh", ew::unary_complex<tanh_>);
 TPU_LOWERING("aten::asinh", ew::unary<asinh_>);
 TPU_LOWERING("aten::acosh", ew::unary<acosh_>);
 TPU_LOWERING("aten::atanh", ew::unary<atanh_>);
