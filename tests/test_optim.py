@@ -88,6 +88,34 @@ def test_steps_and_lr_changes_do_not_recompile(mode):
     assert torch_tpu.metrics.counters()["cache_misses"] == misses
 
 
+@pytest.mark.parametrize(
+    "opt_cls,kwargs",
+    [
+        (torch.optim.RMSprop, {"lr": 1e-2, "momentum": 0.5, "centered": True}),
+        (torch.optim.Adagrad, {"lr": 1e-2}),
+        (torch.optim.NAdam, {"lr": 1e-2}),
+        (torch.optim.RAdam, {"lr": 1e-2}),
+        (torch.optim.Adamax, {"lr": 1e-2}),
+        (torch.optim.Rprop, {}),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_other_optimizers_foreach(opt_cls, kwargs):
+    compare(opt_cls, dict(kwargs, foreach=True), steps=3)
+
+
+@pytest.mark.parametrize("opt_cls", [torch.optim.Adam, torch.optim.AdamW])
+def test_capturable_matches_cpu(opt_cls):
+    # capturable keeps the step on the device (bias corrections from _foreach_pow etc.); the
+    # CPU reference runs the ordinary foreach path.
+    cpu, _ = run(opt_cls, "cpu", torch.float32, 4, lr=1e-2, amsgrad=True, foreach=True)
+    tpu, _ = run(
+        opt_cls, "tpu", torch.float32, 4, lr=1e-2, amsgrad=True, foreach=True, capturable=True
+    )
+    for a, e in zip(tpu, cpu):
+        assert_same(a.detach(), e.detach())
+
+
 @pytest.mark.parametrize("mode", ["foreach", "fused"])
 def test_adamw_float64_and_bfloat16(mode):
     compare(torch.optim.AdamW, {"lr": 1e-2, mode: True}, dtype=torch.float64)

@@ -184,8 +184,10 @@ std::vector<Value> lower_copy(Ctx& c) {
 Value delegate(Ctx& c, const std::string& op, std::vector<Arg> args, const ir::Type& out) {
   const Lowering* l = find_lowering(op);
   if (!l) throw std::runtime_error("torch_tpu: no lowering for " + op + " (used by its _foreach_ form)");
-  Ctx sub{c.b, std::move(args), {out}, c.rng_state};
-  return l->fn(sub).at(0);
+  Ctx sub{c.b, std::move(args), {out}, c.rng_state, {}};
+  Value r = l->fn(sub).at(0);
+  c.checks.insert(c.checks.end(), sub.checks.begin(), sub.checks.end());
+  return r;
 }
 
 Arg tensor_arg(const Value& v) {
