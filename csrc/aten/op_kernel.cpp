@@ -420,6 +420,23 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
     c10::IValue& v = *(args_begin + i);
     if (v.isOptionalTensorList()) {
       auto list = v.toOptionalTensorList();
+      // CPU index tensors are accepted, as on CUDA: they move to the indexed tensor's device.
+      c10::Device device(c10::DeviceType::PrivateUse1, current_device());
+      for (size_t a = 0; a < n; ++a)
+        if ((args_begin + a)->isTensor() && (args_begin + a)->toTensor().defined() &&
+            (args_begin + a)->toTensor().device().type() == c10::DeviceType::PrivateUse1) {
+          device = (args_begin + a)->toTensor().device();
+          break;
+        }
+      bool moved = false;
+      for (size_t k = 0; k < list.size(); ++k) {
+        std::optional<at::Tensor> idx = list.get(k);
+        if (idx && idx->defined() && idx->device().is_cpu() && idx->dim() > 0) {
+          list.set(k, idx->to(device));
+          moved = true;
+        }
+      }
+      if (moved) v = list;
       if (has_mask(list) && !(takes_static_mask(bind) && single_mask(list))) v = expand_masks(list);
     }
   }
