@@ -1,0 +1,131 @@
+"""Fused eager mode: same results as strict, one program per training step, sync points,
+mode scoping, explained recompiles."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tpu
+from models import GPT
+
+
+def test_mode_setters_nest_and_restore():
+    assert torch_tpu.get_eager_mode() == "strict"
+    with torch_tpu.eager_mode("fused"):
+        assert torch_tpu.get_eager_mode() == "fused"
+        with torch_tpu.eager_mode("debug"):
+            assert torch_tpu.get_eager_mode() == "debug"
+        assert torch_tpu.get_eager_mode() == "fused"
+    assert torch_tpu.get_eager_mode() == "strict"
+
+
+def test_env_selects_fused_mode():
+    code = "import torch, torch_tpu; print(torch_tpu.get_eager_mode())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "TORCH_TPU_EAGER_MODE": "fused"}, timeout=300)
+    assert out.stdout.strip() == "fused", out.stderr
+
+
+def test_ops_are_deferred_until_a_value_is_needed():
+    with torch_tpu.eager_mode("fused"):
+        torch_tpu.sync()
+        x = torch.arange(6.0, device="tpu")
+        y = (x * 2 + 1).relu()
+        z = y.sum()
+        assert torch_tpu._C._graph_size() >= 3  # recorded, not run
+        assert z.item() == 36.0  # .item() materializes
+        assert torch_tpu._C._graph_size() == 0
+        w = x * 3
+        assert bool((w > 1).any())  # Python control flow on a tensor materializes
+        assert torch_tpu._C._graph_size() == 0
+        m = torch.nonzero(x > 2)  # data-dependent size materializes
+        assert m.shape == (3, 1)
+        s = str(x + 1)  # printing materializes
+        assert "6." in s
+        v = x * 5
+        torch.tpu.synchronize()
+        assert torch_tpu._C._graph_size() == 0
+        assert torch.equal(v.cpu(), torch.arange(6.0) * 5)
+
+
+def test_views_and_in_place_in_fused_mode_match_cpu():
+    def run(device):
+        x = torch.arange(24.0, device=device).view(4, 6)
+        x[1:3, ::2].mul_(10)
+        x.t()[0].add_(1)
+        y = x[:, 1] * 2
+        x.zero_() if device == "never" else None
+        return x, y
+
+    with torch_tpu.eager_mode("fused"):
+        tx, ty = run("tpu")
+        cx, cy = run("cpu")
+        assert torch.equal(tx.cpu(), cx) and torch.equal(ty.cpu(), cy)
+
+
+def test_random_streams_identical_across_modes():
+    out = {}
+    for mode in ("strict", "fused", "debug"):
+        with torch_tpu.eager_mode(mode):
+            torch.manual_seed(3)
+            a = torch.randn(5, device="tpu")
+            b = torch.nn.functional.dropout(torch.ones(8, device="tpu"), 0.5)
+            out[mode] = (a.cpu(), b.cpu())
+    for mode in ("fused", "debug"):
+        assert torch.equal(out[mode][0], out["strict"][0])
+        assert torch.equal(out[mode][1], out["strict"][1])
+
+
+def gpt_losses(mode, steps, batch=4):
+    torch.manual_seed(0)
+    model = GPT(layers=2, width=64).to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, 256, (batch, 16))
+    x, y = idx.to("tpu"), torch.roll(idx, -1, 1).to("tpu")
+    losses, compiles = [], []
+    with torch_tpu.eager_mode(mode):
+        for _ in range(steps):
+            before = torch_tpu.metrics.counters()["compiles"]
+            loss = model(x, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            compiles.append(torch_tpu.metrics.counters()["compiles"] - before)
+    return losses, compiles
+
+
+def test_training_loop_fused_equals_strict_and_stops_compiling():
+    strict, _ = gpt_losses("strict", 4)
+    fused, compiles = gpt_losses("fused", 4)
+    assert fused == pytest.approx(strict, rel=1e-5, abs=1e-5)
+    assert compiles[2:] == [0, 0], compiles  # one executable per step, reused
+
+
+def test_recompile_log_names_the_changed_input(capfd):
+    torch_tpu._C._set_log_recompiles(True)
+    try:
+        with torch_tpu.eager_mode("fused"):
+            for batch in (3, 5):
+                x = torch.ones(batch, 7, device="tpu")
+                (x * 2).sum().item()
+    finally:
+        torch_tpu._C._set_log_recompiles(False)
+    err = capfd.readouterr().err
+    assert "recompiling" in err
+    assert "[3, 7]" in err and "[5, 7]" in err
+
+
+def test_graph_size_limit_cuts_graphs():
+    with torch_tpu.eager_mode("fused"):
+        torch_tpu._C._set_max_graph_nodes(4)
+        try:
+            x = torch.zeros(3, device="tpu")
+            for _ in range(10):
+                x = x + 1
+            assert torch_tpu._C._graph_size() <= 4
+            assert torch.equal(x.cpu(), torch.full((3,), 10.0))
+        finally:
+            torch_tpu._C._set_max_graph_nodes(4096)
