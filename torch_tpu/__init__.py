@@ -37,8 +37,9 @@ def sync():
 
 
 def set_eager_mode(mode):
-    """'strict' (default: one executable per op, asynchronous) or 'debug' (wait after every
-    op so an execution error is raised by the op that caused it)."""
+    """'strict' (default: one executable per op, asynchronous), 'debug' (wait after every op so
+    an execution error is raised by the op that caused it) or 'fused' (record ops, run them as one
+    program where a value is needed)."""
     _C._set_mode(mode)
 
 
@@ -73,6 +74,8 @@ def _apply_environment():
         mode = "debug"
     if mode:
         set_eager_mode(mode)
+    if os.environ.get("TORCH_TPU_FUSED_MAX_NODES"):
+        _C._set_max_graph_nodes(int(os.environ["TORCH_TPU_FUSED_MAX_NODES"]))
     if os.environ.get("TORCH_TPU_CPU_FALLBACK", "0") not in ("", "0"):
         _C._set_cpu_fallback(True)
 
