@@ -232,9 +232,12 @@ bool same_plan(const OutputPlan& a, const OutputPlan& b) {
 }
 
 bool load_compiled_op(const OpCall& call, const std::string& key, CompiledOp& op) {
+  return load_compiled_op(persistent_key(call, key), op);
+}
+
+bool load_compiled_op(const std::string& pkey, CompiledOp& op) {
   DiskCache& cache = disk_cache();
   if (!cache.enabled()) return false;
-  std::string pkey = persistent_key(call, key);
   if (pkey.empty()) return false;
   runtime::Client& c = client();
   const std::string full_key = cache_identity(c) + pkey;
@@ -260,9 +263,12 @@ bool load_compiled_op(const OpCall& call, const std::string& key, CompiledOp& op
 }
 
 void store_compiled_op(const OpCall& call, const std::string& key, const CompiledOp& op) {
+  store_compiled_op(persistent_key(call, key), op);
+}
+
+void store_compiled_op(const std::string& pkey, const CompiledOp& op) {
   DiskCache& cache = disk_cache();
   if (!cache.enabled()) return;
-  std::string pkey = persistent_key(call, key);
   if (pkey.empty()) return;
   runtime::Client& c = client();
   std::string payload;

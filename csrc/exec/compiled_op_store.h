@@ -44,5 +44,9 @@ bool load_compiled_op(const OpCall& call, const std::string& key, CompiledOp& op
 // Writes `op` to the disk cache (when enabled). Failures are counted and warned about, never
 // thrown: the program is already compiled and usable.
 void store_compiled_op(const OpCall& call, const std::string& key, const CompiledOp& op);
+// The same under a key already made process-independent (fused graphs compose theirs from
+// their nodes' persistent keys).
+bool load_compiled_op(const std::string& persistent_key, CompiledOp& op);
+void store_compiled_op(const std::string& persistent_key, const CompiledOp& op);
 
 }  // namespace tpu::exec

@@ -9,6 +9,7 @@
 #include "exec/device_context.h"
 #include "exec/executor.h"
 #include "exec/metrics.h"
+#include "exec/compiled_op_store.h"
 #include "exec/op_program.h"
 #include "exec/recompile_log.h"
 #include "lowering/hlo.h"
@@ -67,6 +68,8 @@ void run_graph(Graph& g) {
 
   // Program key: every node's key, where its inputs come from, and which outputs are live.
   std::string key = "fused";
+  std::string pkey = "fused";  // the same with process-independent node keys (disk cache)
+  bool persistable = true;
   std::vector<runtime::BufferPtr> params;  // distinct input buffers, first-use order
   std::unordered_map<const runtime::Buffer*, int> param_index;
   std::vector<std::vector<int>> source_param(nodes.size());
@@ -74,6 +77,11 @@ void run_graph(Graph& g) {
     const Node& node = nodes[n];
     put(key, static_cast<uint32_t>(node.key.size()));
     key += node.key;
+    std::string node_pkey = persistent_key(node.call, node.key);
+    persistable &= !node_pkey.empty();
+    put(pkey, static_cast<uint32_t>(node_pkey.size()));
+    pkey += node_pkey;
+    const size_t structure_start = key.size();
     std::vector<bool> needed = storages_read(node.call);
     for (size_t s = 0; s < node.sources.size(); ++s) {
       const Source& src = node.sources[s];
@@ -92,7 +100,9 @@ void run_graph(Graph& g) {
       put(key, static_cast<int32_t>(src.output));
     }
     for (const auto& w : node.outputs) put(key, static_cast<uint8_t>(!w.expired()));
+    pkey.append(key, structure_start, std::string::npos);
   }
+  if (!persistable) pkey.clear();
 
   std::vector<std::shared_ptr<PendingValue>> live;  // program outputs in order
   for (const Node& node : nodes)
@@ -155,10 +165,16 @@ void run_graph(Graph& g) {
     // Live values first, then the runtime-check flags (as single-op programs lay them out).
     results.insert(results.end(), check_values.begin(), check_values.end());
     b.set_results(results);
-    std::vector<const OpCall*> calls;
-    for (const Node& node : nodes) calls.push_back(&node.call);
-    note_compile(calls);
-    compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");
+    std::vector<std::string> messages = program_op->layout.check_messages;
+    if (load_compiled_op(pkey, *program_op)) {
+      program_op->layout.check_messages = messages;
+    } else {
+      std::vector<const OpCall*> calls;
+      for (const Node& node : nodes) calls.push_back(&node.call);
+      note_compile(calls);
+      compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");
+      store_compiled_op(pkey, *program_op);
+    }
     program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops";
     op_cache().insert(key, program_op);
     program = program_op;
@@ -213,6 +229,9 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
     st->resolve();
     Source src;
     if (st->pending) {
+      // A pending value of an earlier graph that never ran (its compile failed) is lost.
+      if (st->pending->graph_id != g_graph.id)
+        throw std::runtime_error("torch_tpu: " + call.op_name + " reads a tensor whose value was lost when an earlier fused graph failed to run");
       src.node = st->pending->node;
       src.output = st->pending->output;
     } else {
