@@ -68,8 +68,7 @@ void run_graph(Graph& g) {
 
   // Program key: every node's key, where its inputs come from, and which outputs are live.
   std::string key = "fused";
-  std::string pkey = "fused";  // the same with process-independent node keys (disk cache)
-  bool persistable = true;
+  std::vector<std::pair<size_t, size_t>> structure_at;  // each node's source bytes in `key`
   std::vector<runtime::BufferPtr> params;  // distinct input buffers, first-use order
   std::unordered_map<const runtime::Buffer*, int> param_index;
   std::vector<std::vector<int>> source_param(nodes.size());
@@ -77,10 +76,6 @@ void run_graph(Graph& g) {
     const Node& node = nodes[n];
     put(key, static_cast<uint32_t>(node.key.size()));
     key += node.key;
-    std::string node_pkey = persistent_key(node.call, node.key);
-    persistable &= !node_pkey.empty();
-    put(pkey, static_cast<uint32_t>(node_pkey.size()));
-    pkey += node_pkey;
     const size_t structure_start = key.size();
     std::vector<bool> needed = storages_read(node.call);
     for (size_t s = 0; s < node.sources.size(); ++s) {
@@ -100,9 +95,8 @@ void run_graph(Graph& g) {
       put(key, static_cast<int32_t>(src.output));
     }
     for (const auto& w : node.outputs) put(key, static_cast<uint8_t>(!w.expired()));
-    pkey.append(key, structure_start, std::string::npos);
+    structure_at.emplace_back(structure_start, key.size());
   }
-  if (!persistable) pkey.clear();
 
   std::vector<std::shared_ptr<PendingValue>> live;  // program outputs in order
   for (const Node& node : nodes)
@@ -156,7 +150,13 @@ void run_graph(Graph& g) {
       for (int s : e.written_storages) outputs[n].push_back(current.at(s));
       outputs[n].insert(outputs[n].end(), e.new_outputs.begin(), e.new_outputs.end());
       for (size_t k = 0; k < node.outputs.size(); ++k)
-        if (!node.outputs[k].expired()) results.push_back(outputs[n][k]);
+        if (!node.outputs[k].expired()) {
+          // The program's outputs, described as its plan (the disk cache checks both).
+          const ir::Value& v = outputs[n][k];
+          results.push_back(v);
+          program_op->plan.result_types.push_back(v.type);
+          program_op->plan.new_outputs.push_back({v.shape(), {1}, v.dtype()});
+        }
       for (auto& [ok, message] : e.checks) {
         program_op->layout.check_messages.push_back(message);
         check_values.push_back(ok);
@@ -165,6 +165,18 @@ void run_graph(Graph& g) {
     // Live values first, then the runtime-check flags (as single-op programs lay them out).
     results.insert(results.end(), check_values.begin(), check_values.end());
     b.set_results(results);
+    // The same key with process-independent node keys, for the disk cache (built on misses only).
+    std::string pkey = "fused";
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      std::string node_pkey = persistent_key(nodes[n].call, nodes[n].key);
+      if (node_pkey.empty()) {
+        pkey.clear();
+        break;
+      }
+      put(pkey, static_cast<uint32_t>(node_pkey.size()));
+      pkey += node_pkey;
+      pkey.append(key, structure_at[n].first, structure_at[n].second - structure_at[n].first);
+    }
     std::vector<std::string> messages = program_op->layout.check_messages;
     if (load_compiled_op(pkey, *program_op)) {
       program_op->layout.check_messages = messages;
