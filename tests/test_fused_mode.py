@@ -129,3 +129,17 @@ def test_graph_size_limit_cuts_graphs():
             assert torch.equal(x.cpu(), torch.full((3,), 10.0))
         finally:
             torch_tpu._C._set_max_graph_nodes(4096)
+
+
+def test_fused_graph_programs_persist_across_processes(tmp_path):
+    code = (
+        "import torch, torch_tpu\n"
+        "x = torch.arange(6.0, device='tpu')\n"
+        "print(((x * 2 + 1).relu().sum()).item(), torch_tpu.metrics.counters()['compiles'])\n"
+    )
+    env = {**__import__("os").environ, "TORCH_TPU_CACHE_DIR": str(tmp_path), "TORCH_TPU_EAGER_MODE": "fused"}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                           timeout=300) for _ in range(2)]
+    (v1, c1), (v2, c2) = (r.stdout.split() for r in runs)
+    assert v1 == v2 == "36.0"
+    assert int(c1) > 0 and int(c2) == 0, (runs[0].stderr, runs[1].stderr)
