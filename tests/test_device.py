@@ -112,3 +112,10 @@ def test_eager_mode_api():
     assert torch_tpu.get_eager_mode() == "strict"
     with pytest.raises(ValueError):
         torch_tpu.set_eager_mode("sometimes")
+
+
+def test_importing_torch_tpu_before_torch():
+    out = subprocess.run([sys.executable, "-c", "import torch_tpu, torch; print(torch.ones(2, device='tpu').device)"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "tpu:0"

@@ -8,7 +8,16 @@ The PJRT plugin is loaded on first use of the device.
 import contextlib
 import os
 
-import torch
+
+def _autoload():
+    """Entry point of the `torch.backends` group: importing the package is the whole job.
+
+    Defined before `import torch`: when a script imports torch_tpu first, torch's autoload
+    finds this (partially initialised) module and calls it; initialisation then continues here.
+    """
+
+
+import torch  # noqa: E402
 
 torch.utils.rename_privateuse1_backend("tpu")
 
@@ -81,7 +90,3 @@ def _apply_environment():
 
 
 _apply_environment()
-
-
-def _autoload():
-    """Entry point of the `torch.backends` group: importing the package is the whole job."""

@@ -25,13 +25,8 @@ c10::DeviceIndex device_index(std::optional<c10::Device> device) {
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>,
                          std::optional<c10::Device> device, std::optional<bool>) {
-  c10::DeviceIndex saved = current_device();
-  set_current_device(device_index(device));
-  at::Tensor t = at::detail::empty_strided_generic(size, stride, tpu_allocator(),
-                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                                   dtype.value_or(c10::get_default_dtype_as_scalartype()));
-  set_current_device(saved);
-  return t;
+  return empty_tpu(size, stride, dtype.value_or(c10::get_default_dtype_as_scalartype()),
+                   device_index(device));
 }
 
 at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,

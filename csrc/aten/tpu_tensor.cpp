@@ -89,8 +89,6 @@ int add_view(exec::OpCall& call, const at::Tensor& t) {
   return static_cast<int>(call.views.size()) - 1;
 }
 
-namespace {
-
 at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype,
                      c10::DeviceIndex device) {
   c10::DeviceIndex saved = current_device();
@@ -101,8 +99,6 @@ at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::Scal
   set_current_device(saved);
   return t;
 }
-
-}  // namespace
 
 bool fused_mode() { return exec::mode() == exec::Mode::Fused; }
 

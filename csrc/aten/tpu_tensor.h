@@ -24,6 +24,9 @@ std::vector<int64_t> dense_strides(c10::IntArrayRef sizes);
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
 // Adds `t`'s storage (deduplicated) and view to `call`; returns the view index.
 int add_view(exec::OpCall& call, const at::Tensor& t);
+// An uninitialised tpu tensor on `device` (its storage is written by the first op).
+at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype,
+                     c10::DeviceIndex device);
 // A fresh tpu tensor whose storage holds `buffer` laid out with `strides`.
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                        c10::ScalarType dtype, c10::DeviceIndex device);

@@ -139,6 +139,19 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
   return op;
 }
 
+void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& keep,
+                           std::vector<PJRT_Buffer*>& args) {
+  for (const HostScalar& h : call.scalars) {
+    keep.push_back(scalar_buffer(h, call.device));
+    args.push_back(keep.back()->raw());
+  }
+  if (call.random) {
+    uint64_t state[2] = {call.seed, call.rng_offset};
+    keep.push_back(upload(state, ir::DType::U64, {2}, call.device));
+    args.push_back(keep.back()->raw());
+  }
+}
+
 std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call) {
   std::vector<runtime::BufferPtr> keep;  // keeps inputs alive through the launch
   std::vector<PJRT_Buffer*> args;
@@ -152,15 +165,7 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
     args.push_back(buf->raw());
     keep.push_back(std::move(buf));
   }
-  for (const HostScalar& h : call.scalars) {
-    keep.push_back(scalar_buffer(h, call.device));
-    args.push_back(keep.back()->raw());
-  }
-  if (call.random) {
-    uint64_t state[2] = {call.seed, call.rng_offset};
-    keep.push_back(upload(state, ir::DType::U64, {2}, call.device));
-    args.push_back(keep.back()->raw());
-  }
+  append_runtime_inputs(call, keep, args);
   std::vector<runtime::BufferPtr> outs =
       op.executable->execute(args, client().device(call.device));
   counters().executions++;

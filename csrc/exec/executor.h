@@ -27,6 +27,10 @@ void raise_failed_checks();
 
 // Device copy of a runtime scalar (cached: the same values recur).
 runtime::BufferPtr scalar_buffer(const HostScalar& s, int device);
+// Appends the call's runtime scalars and random state (as its program declares them, after the
+// storages) to `args`; `keep` holds the buffers alive through the launch.
+void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& keep,
+                           std::vector<PJRT_Buffer*>& args);
 // Remembers launched work so synchronize() can wait for it.
 void track(const runtime::BufferPtr& output);
 // Runtime-check flags of launched work, inspected at the next sync.

@@ -63,7 +63,7 @@ void run_graph(Graph& g) {
   std::vector<Node> nodes = std::move(g.nodes);
   g.nodes.clear();
   g.first_key.clear();
-  const uint64_t graph_id = g.id++;
+  ++g.id;  // values recorded from now on belong to the next graph
   const int device = g.device;
 
   // Program key: every node's key, where its inputs come from, and which outputs are live.
@@ -197,17 +197,7 @@ void run_graph(Graph& g) {
   std::vector<runtime::BufferPtr> keep = params;
   std::vector<PJRT_Buffer*> args;
   for (const auto& p : params) args.push_back(p->raw());
-  for (const Node& node : nodes) {
-    for (const HostScalar& h : node.call.scalars) {
-      keep.push_back(scalar_buffer(h, device));
-      args.push_back(keep.back()->raw());
-    }
-    if (node.call.random) {
-      uint64_t state[2] = {node.call.seed, node.call.rng_offset};
-      keep.push_back(upload(state, ir::DType::U64, {2}, device));
-      args.push_back(keep.back()->raw());
-    }
-  }
+  for (const Node& node : nodes) append_runtime_inputs(node.call, keep, args);
   std::vector<runtime::BufferPtr> outs = program->executable->execute(args, client().device(device));
   counters().executions++;
   size_t num_checks = program->layout.check_messages.size();
@@ -216,7 +206,6 @@ void run_graph(Graph& g) {
   if (first_check > 0) track(outs[0]);
   queue_checks(program->layout.check_messages,
                std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
-  (void)graph_id;
 }
 
 }  // namespace
