@@ -1,4 +1,4 @@
-// Creation ops: fill, arange, linspace, eye.
+// Creation ops: fill, zero, arange, linspace, eye.
 #include "lowering/elementwise_util.h"
 
 namespace tpu::lowering {
@@ -50,8 +50,18 @@ std::vector<Value> lower_linspace(Ctx& c) {
   return {hlo::convert(c.b, v, out.dtype)};
 }
 
+// eye(n) / eye.m(n, m): ones where row == column (the shape came from meta).
+std::vector<Value> lower_eye(Ctx& c) {
+  const ir::Type& out = c.out();
+  ir::Type idx{DType::I64, out.shape};
+  Value diagonal = hlo::compare(c.b, hlo::iota(c.b, idx, 0), hlo::iota(c.b, idx, 1), "EQ");
+  return {hlo::convert(c.b, diagonal, out.dtype)};
+}
+
 }  // namespace
 
+TPU_LOWERING("aten::eye", lower_eye);
+TPU_LOWERING("aten::eye.m", lower_eye);
 TPU_LOWERING("aten::fill.Scalar", lower_fill);
 TPU_LOWERING("aten::fill.Tensor", lower_fill);
 TPU_LOWERING("aten::zero", lower_zero);
