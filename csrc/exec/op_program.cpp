@@ -92,7 +92,8 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
     const OutputPlan::NewOutput& o = plan.new_outputs[k - num_written];
     out.new_outputs.push_back(lowering::to_storage(b, hlo::convert(b, results[k], o.dtype), o.strides));
   }
-  out.checks = std::move(ctx.checks);
+  // Checks name their op: in a fused graph the flag may be read long after the call.
+  for (auto& [ok, message] : ctx.checks) out.checks.emplace_back(ok, call.op_name + ": " + message);
   return out;
 }
 
