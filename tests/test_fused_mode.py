@@ -143,3 +143,16 @@ def test_fused_graph_programs_persist_across_processes(tmp_path):
     (v1, c1), (v2, c2) = (r.stdout.split() for r in runs)
     assert v1 == v2 == "36.0"
     assert int(c1) > 0 and int(c2) == 0, (runs[0].stderr, runs[1].stderr)
+
+
+def test_fused_execution_error_names_the_op_and_source_line():
+    x = torch.arange(5.0, device="tpu")
+    with torch_tpu.eager_mode("fused"):
+        y = torch.index_select(x, 0, torch.tensor([1, 7], device="tpu"))  # the failing line
+        line = sys._getframe().f_lineno - 1
+        with pytest.raises(IndexError) as info:
+            y.cpu()
+    message = str(info.value)
+    assert "aten::index_select" in message
+    assert f"test_fused_mode.py:{line}" in message
+    assert torch.equal(x.cpu(), torch.arange(5.0))  # the process stays usable

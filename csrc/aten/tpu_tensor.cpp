@@ -196,7 +196,6 @@ void raise_failed_checks() {
 }
 
 at::Tensor to_cpu(const at::Tensor& t) {
-  raise_failed_checks();
   at::Tensor src = t;
   exec::Storage* s = storage_of(src);
   DType dtype = to_ir(t.scalar_type());
@@ -209,6 +208,8 @@ at::Tensor to_cpu(const at::Tensor& t) {
                        t.device().index())[0];
     buffer = exec::concrete_buffer(storage_of(src));
   }
+  // After the value exists (a fused graph just ran): its own checks are reported here too.
+  raise_failed_checks();
   at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
   if (out.numel() > 0) exec::download(*buffer, out.data_ptr(), out.nbytes());
   return out;

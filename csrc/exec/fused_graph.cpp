@@ -25,6 +25,7 @@ struct Source {
 };
 
 struct Node {
+  std::string location;                            // user source line that recorded it
   OpCall call;                                     // storages point at `snapshots`
   std::vector<std::unique_ptr<Storage>> snapshots;  // storage metadata at record time
   std::vector<Source> sources;                     // per storage slot
@@ -41,6 +42,7 @@ struct Graph {
 };
 
 std::recursive_mutex g_mutex;
+std::string (*g_location_hook)() = nullptr;
 Graph g_graph;
 size_t g_max_nodes = 4096;
 
@@ -158,7 +160,8 @@ void run_graph(Graph& g) {
           program_op->plan.new_outputs.push_back({v.shape(), {1}, v.dtype()});
         }
       for (auto& [ok, message] : e.checks) {
-        program_op->layout.check_messages.push_back(message);
+        program_op->layout.check_messages.push_back(
+            node.location.empty() ? message : message + " (recorded at " + node.location + ")");
         check_values.push_back(ok);
       }
     }
@@ -210,8 +213,12 @@ void run_graph(Graph& g) {
 
 }  // namespace
 
+void set_source_location_hook(std::string (*hook)()) { g_location_hook = hook; }
+
 std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall& call,
                                                   const std::string& key) {
+  // Before taking the graph lock: the hook takes the GIL.
+  std::string location = g_location_hook ? g_location_hook() : std::string();
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
                                  key == g_graph.first_key))
@@ -222,6 +229,7 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
   }
   const int node_index = static_cast<int>(g_graph.nodes.size());
   Node node;
+  node.location = std::move(location);
   node.key = key;
   node.call = call;
   node.op = op;

@@ -25,6 +25,10 @@ size_t graph_size();
 // when its value is still pending.
 runtime::BufferPtr concrete_buffer(Storage* s);
 
+// Where user code created a node ("model.py:42"), for errors raised long after the call; the
+// Python layer installs the function (exec stays free of Python).
+void set_source_location_hook(std::string (*hook)());
+
 // A graph is cut after this many nodes, or earlier when the op sequence repeats (a training
 // step): then every step reuses one executable.
 void set_max_graph_nodes(size_t n);

@@ -24,7 +24,39 @@ bool cpu_fallback_enabled();
 namespace py = pybind11;
 using namespace tpu;
 
+namespace {
+
+// The innermost Python frame outside torch and torch_tpu: the user's line that recorded an op.
+std::string user_source_location() {
+  if (!Py_IsInitialized()) return {};
+  py::gil_scoped_acquire gil;
+  PyFrameObject* frame = PyEval_GetFrame();
+  if (frame == nullptr) return {};
+  Py_INCREF(frame);
+  std::string result;
+  for (int depth = 0; frame != nullptr && depth < 32; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    std::string file = py::cast<std::string>(py::handle(code->co_filename));
+    Py_DECREF(code);
+    bool internal = file.find("/torch/") != std::string::npos ||
+                    file.find("/torch_tpu/") != std::string::npos || file.rfind("<frozen", 0) == 0;
+    if (!internal) {
+      result = file + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+      Py_DECREF(frame);
+      return result;
+    }
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return result;
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_C, m) {
+  exec::set_source_location_hook(&user_source_location);
   m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
         py::arg("error"));
   m.def("_register", [] {
