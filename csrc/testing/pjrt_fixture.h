@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/device_context.h"
 #include "ir/builder.h"
 #include "ir/dtype.h"
 #include "runtime/client.h"
@@ -33,27 +34,7 @@ inline runtime::Client& client() {
   return c;
 }
 
-inline PJRT_Buffer_Type buffer_type(ir::DType t) {
-  using ir::DType;
-  switch (t) {
-    case DType::Bool: return PJRT_Buffer_Type_PRED;
-    case DType::U8: return PJRT_Buffer_Type_U8;
-    case DType::I8: return PJRT_Buffer_Type_S8;
-    case DType::I16: return PJRT_Buffer_Type_S16;
-    case DType::I32: return PJRT_Buffer_Type_S32;
-    case DType::I64: return PJRT_Buffer_Type_S64;
-    case DType::U16: return PJRT_Buffer_Type_U16;
-    case DType::U32: return PJRT_Buffer_Type_U32;
-    case DType::U64: return PJRT_Buffer_Type_U64;
-    case DType::F16: return PJRT_Buffer_Type_F16;
-    case DType::BF16: return PJRT_Buffer_Type_BF16;
-    case DType::F32: return PJRT_Buffer_Type_F32;
-    case DType::F64: return PJRT_Buffer_Type_F64;
-    case DType::C64: return PJRT_Buffer_Type_C64;
-    case DType::C128: return PJRT_Buffer_Type_C128;
-  }
-  return PJRT_Buffer_Type_INVALID;
-}
+inline PJRT_Buffer_Type buffer_type(ir::DType t) { return exec::pjrt_type(t); }
 
 // Dense host data of one array: raw bytes, major-to-minor.
 struct HostArray {
