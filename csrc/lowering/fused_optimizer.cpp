@@ -26,6 +26,16 @@ Value splat(Ctx& c, const Value& s, DType t, const ir::Shape& shape) {
   return hlo::broadcast_in_dim(c.b, hlo::convert(c.b, s, t), shape, {});
 }
 
+// The gradient in compute type `t`, divided by the optional grad_scale argument (AMP), and the
+// same value in the gradient's own dtype, which the fused kernels write back into `grads`.
+std::pair<Value, Value> unscaled_grad(Ctx& c, const Value& grad, int grad_scale_arg, DType t) {
+  Value g = hlo::convert(c.b, grad, t);
+  if (!c.has(grad_scale_arg)) return {g, grad};
+  Value scale = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(grad_scale_arg), DType::F32), {});
+  g = hlo::div(c.b, g, splat(c, scale, t, grad.shape()));
+  return {g, hlo::convert(c.b, g, grad.dtype())};
+}
+
 // found_inf == 1 skips the whole step (the CPU kernel returns before touching anything).
 struct Skip {
   bool present = false;
@@ -84,13 +94,7 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
     Value bc2_sqrt = hlo::unary(c.b, "stablehlo.sqrt", bc2);
 
     Value p = hlo::convert(c.b, p0, t);
-    Value g = hlo::convert(c.b, grads[k], t);
-    Value g_stored = grads[k];
-    if (c.has(13)) {
-      Value scale = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(13), DType::F32), {});
-      g = hlo::div(c.b, g, S(scale));
-      g_stored = hlo::convert(c.b, g, grads[k].dtype());
-    }
+    auto [g, g_stored] = unscaled_grad(c, grads[k], 13, t);
     if (maximize) g = hlo::neg(c.b, g);
     Value wd_zero_b = hlo::broadcast_in_dim(c.b, wd_zero, shape, {});
     if (adamw) {
@@ -163,13 +167,7 @@ std::vector<Value> lower_fused_sgd(Ctx& c) {
     auto B = [&](const Value& pred) { return hlo::broadcast_in_dim(c.b, pred, shape, {}); };
 
     Value p = hlo::convert(c.b, p0, t);
-    Value g = hlo::convert(c.b, grads[k], t);
-    Value g_stored = grads[k];
-    if (c.has(10)) {
-      Value scale = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(10), DType::F32), {});
-      g = hlo::div(c.b, g, S(scale));
-      g_stored = hlo::convert(c.b, g, grads[k].dtype());
-    }
+    auto [g, g_stored] = unscaled_grad(c, grads[k], 10, t);
     if (maximize) g = hlo::neg(c.b, g);
     g = hlo::select(c.b, B(wd_zero), g, hlo::add(c.b, g, hlo::mul(c.b, p, S(wd))));
     Value buf;
