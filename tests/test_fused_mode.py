@@ -23,8 +23,13 @@ def test_mode_setters_nest_and_restore():
 
 def test_env_selects_fused_mode():
     code = "import torch, torch_tpu; print(torch_tpu.get_eager_mode())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**__import__("os").environ, "TORCH_TPU_EAGER_MODE": "fused"}, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "TORCH_TPU_EAGER_MODE": "fused"},
+        timeout=300,
+    )
     assert out.stdout.strip() == "fused", out.stderr
 
 
@@ -137,9 +142,17 @@ def test_fused_graph_programs_persist_across_processes(tmp_path):
         "x = torch.arange(6.0, device='tpu')\n"
         "print(((x * 2 + 1).relu().sum()).item(), torch_tpu.metrics.counters()['compiles'])\n"
     )
-    env = {**__import__("os").environ, "TORCH_TPU_CACHE_DIR": str(tmp_path), "TORCH_TPU_EAGER_MODE": "fused"}
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                           timeout=300) for _ in range(2)]
+    env = {
+        **__import__("os").environ,
+        "TORCH_TPU_CACHE_DIR": str(tmp_path),
+        "TORCH_TPU_EAGER_MODE": "fused",
+    }
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+        )
+        for _ in range(2)
+    ]
     (v1, c1), (v2, c2) = (r.stdout.split() for r in runs)
     assert v1 == v2 == "36.0"
     assert int(c1) > 0 and int(c2) == 0, (runs[0].stderr, runs[1].stderr)
@@ -156,3 +169,47 @@ def test_fused_execution_error_names_the_op_and_source_line():
     assert "aten::index_select" in message
     assert f"test_fused_mode.py:{line}" in message
     assert torch.equal(x.cpu(), torch.arange(5.0))  # the process stays usable
+
+
+def donated():
+    return torch_tpu.metrics.counters()["donated_buffers"]
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_in_place_updates_donate_old_buffers_and_earlier_reads_keep_old_values(mode):
+    def run(x):
+        y = x * 1  # reads the old value (in fused mode: inside the same program)
+        x.add_(1)
+        x[1:3] = 7.0  # a partial write updates the storage in place too
+        return x, y, x + y
+
+    with torch_tpu.eager_mode(mode):
+        x = torch.arange(6.0, device="tpu")
+        torch_tpu.sync()  # x now holds a buffer of its own
+        before = donated()
+        results = run(x)
+        torch_tpu.sync()
+        assert donated() > before
+        for t, c in zip(results, run(torch.arange(6.0))):
+            assert torch.equal(t.cpu(), c)
+
+
+def test_fused_training_step_donates_parameters_and_optimizer_state():
+    torch.manual_seed(0)
+    model = GPT(layers=2, width=64).to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, 256, (4, 16))
+    x, y = idx.to("tpu"), torch.roll(idx, -1, 1).to("tpu")
+    per_step = []
+    with torch_tpu.eager_mode("fused"):
+        for _ in range(3):
+            before = donated()
+            loss = model(x, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            loss.item()
+            per_step.append(donated() - before)
+    # From the second step on (the state exists), every parameter, exp_avg and exp_avg_sq
+    # buffer is reused for its own update.
+    assert per_step[1:] == [3 * len(list(model.parameters()))] * 2, per_step

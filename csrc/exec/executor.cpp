@@ -34,22 +34,24 @@ runtime::BufferPtr zeros_buffer(ir::DType dtype, int64_t numel, int device) {
   return upload(zeros.data(), dtype, {numel}, device);
 }
 
-// One output of each recent launch, so synchronize() can wait for all launched work.
+// Completion events of recent launches, so synchronize() can wait for all launched work.
+// Events, not buffers: holding an output would keep its memory alive and block its donation.
 std::mutex g_pending_mutex;
-std::vector<runtime::BufferPtr> g_pending;
+std::vector<runtime::Event> g_pending;
 
 }  // namespace
 
 void track(const runtime::BufferPtr& b) {
-  std::vector<runtime::BufferPtr> done;
+  runtime::Event done = b->ready_event();
+  std::vector<runtime::Event> finished;
   {
     std::lock_guard<std::mutex> lock(g_pending_mutex);
-    g_pending.push_back(b);
+    g_pending.push_back(std::move(done));
     if (g_pending.size() < 512) return;
-    done.assign(g_pending.begin(), g_pending.begin() + 256);
+    finished.assign(std::make_move_iterator(g_pending.begin()), std::make_move_iterator(g_pending.begin() + 256));
     g_pending.erase(g_pending.begin(), g_pending.begin() + 256);
   }
-  for (auto& d : done) d->await_ready();
+  for (auto& e : finished) e.await();
 }
 
 namespace {
@@ -87,12 +89,12 @@ void raise_failed_checks() {
 
 void synchronize() {
   flush();
-  std::vector<runtime::BufferPtr> pending;
+  std::vector<runtime::Event> pending;
   {
     std::lock_guard<std::mutex> lock(g_pending_mutex);
     pending.swap(g_pending);
   }
-  for (auto& b : pending) b->await_ready();
+  for (auto& e : pending) e.await();
   raise_failed_checks();
 }
 
@@ -165,9 +167,17 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
     args.push_back(buf->raw());
     keep.push_back(std::move(buf));
   }
+  // An overwritten input is donated when its storage (and `keep`) are its only holders; any
+  // other holder (a storage sharing the buffer) still needs the old value. An op with runtime
+  // checks donates nothing: a failed check must leave its targets unchanged.
+  std::vector<int64_t> non_donatable;
+  const auto donatable = donatable_inputs(call, op.layout);
+  for (const auto& [param, output] : donatable)
+    if (keep[param].use_count() > 2 || !op.layout.check_messages.empty()) non_donatable.push_back(param);
+  counters().donated_buffers += donatable.size() - non_donatable.size();
   append_runtime_inputs(call, keep, args);
   std::vector<runtime::BufferPtr> outs =
-      op.executable->execute(args, client().device(call.device));
+      op.executable->execute(args, client().device(call.device), non_donatable);
   counters().executions++;
   const size_t num_checks = op.layout.check_messages.size();
   const size_t first_check = outs.size() - num_checks;

@@ -1,5 +1,6 @@
 #include "exec/fused_graph.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -74,6 +75,7 @@ void run_graph(Graph& g) {
   std::vector<runtime::BufferPtr> params;  // distinct input buffers, first-use order
   std::unordered_map<const runtime::Buffer*, int> param_index;
   std::vector<std::vector<int>> source_param(nodes.size());
+  std::unordered_map<const runtime::Buffer*, long> graph_holds;  // references held by nodes
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
     put(key, static_cast<uint32_t>(node.key.size()));
@@ -82,6 +84,7 @@ void run_graph(Graph& g) {
     std::vector<bool> needed = storages_read(node.call);
     for (size_t s = 0; s < node.sources.size(); ++s) {
       const Source& src = node.sources[s];
+      if (src.buffer) ++graph_holds[src.buffer.get()];
       int p = -1;
       if (needed[s] && src.node < 0 && src.buffer) {
         auto it = param_index.find(src.buffer.get());
@@ -104,6 +107,22 @@ void run_graph(Graph& g) {
   for (const Node& node : nodes)
     for (const auto& w : node.outputs)
       if (auto p = w.lock()) live.push_back(p);
+
+  // Donation: a live value that replaces a parameter buffer of its own type may be written
+  // into that buffer (parameter and optimizer-state updates). Part of the key: it changes the
+  // program.
+  std::vector<std::pair<int, int>> aliases;  // (parameter, live output)
+  std::string alias_bytes;
+  for (size_t k = 0; k < live.size(); ++k) {
+    auto it = live[k]->donor ? param_index.find(live[k]->donor) : param_index.end();
+    if (it == param_index.end() ||
+        std::any_of(aliases.begin(), aliases.end(), [&](const auto& a) { return a.first == it->second; }))
+      continue;
+    aliases.emplace_back(it->second, static_cast<int>(k));
+    put(alias_bytes, static_cast<int32_t>(it->second));
+    put(alias_bytes, static_cast<int32_t>(k));
+  }
+  key += alias_bytes;
 
   CompiledOpPtr program = op_cache().find(key);
   counters().ops_dispatched++;
@@ -168,6 +187,7 @@ void run_graph(Graph& g) {
     // Live values first, then the runtime-check flags (as single-op programs lay them out).
     results.insert(results.end(), check_values.begin(), check_values.end());
     b.set_results(results);
+    for (const auto& [param, output] : aliases) b.alias(param, output);
     // The same key with process-independent node keys, for the disk cache (built on misses only).
     std::string pkey = "fused";
     for (size_t n = 0; n < nodes.size(); ++n) {
@@ -180,6 +200,7 @@ void run_graph(Graph& g) {
       pkey += node_pkey;
       pkey.append(key, structure_at[n].first, structure_at[n].second - structure_at[n].first);
     }
+    if (!pkey.empty()) pkey += alias_bytes;
     std::vector<std::string> messages = program_op->layout.check_messages;
     if (load_compiled_op(pkey, *program_op)) {
       program_op->layout.check_messages = messages;
@@ -201,7 +222,15 @@ void run_graph(Graph& g) {
   std::vector<PJRT_Buffer*> args;
   for (const auto& p : params) args.push_back(p->raw());
   for (const Node& node : nodes) append_runtime_inputs(node.call, keep, args);
-  std::vector<runtime::BufferPtr> outs = program->executable->execute(args, client().device(device));
+  // A parameter is donated when only this graph holds it (`params`, `keep`, node sources). The
+  // graph's runtime checks do not block it: as in strict mode they are raised after the values
+  // were assigned.
+  std::vector<int64_t> non_donatable;
+  for (const auto& [param, output] : aliases)
+    if (params[param].use_count() > 2 + graph_holds[params[param].get()]) non_donatable.push_back(param);
+  counters().donated_buffers += aliases.size() - non_donatable.size();
+  std::vector<runtime::BufferPtr> outs =
+      program->executable->execute(args, client().device(device), non_donatable);
   counters().executions++;
   size_t num_checks = program->layout.check_messages.size();
   size_t first_check = outs.size() - num_checks;
@@ -267,6 +296,7 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
     ir::DType dtype = st->dtype;
     for (int v : call.written_views)
       if (call.views[v].storage == s) dtype = call.views[v].dtype;
+    if (st->defined && dtype == st->dtype) pv->donor = st->pending ? st->pending->donor : st->buffer.get();
     st->buffer.reset();
     st->pending = pv;
     st->dtype = dtype;

@@ -26,6 +26,17 @@ std::vector<bool> storages_read(const OpCall& call) {
   return needed;
 }
 
+std::vector<std::pair<int, int>> donatable_inputs(const OpCall& call, const ProgramLayout& layout) {
+  std::vector<std::pair<int, int>> pairs;
+  for (size_t k = 0; k < layout.written_storages.size(); ++k) {
+    const int s = layout.written_storages[k];
+    auto it = std::find(layout.input_storages.begin(), layout.input_storages.end(), s);
+    if (it != layout.input_storages.end() && layout.written_dtypes[k] == storage_dtype(call, s))
+      pairs.emplace_back(static_cast<int>(it - layout.input_storages.begin()), static_cast<int>(k));
+  }
+  return pairs;
+}
+
 EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
                   std::map<int, ir::Value>& current, const std::vector<ir::Value>& scalars,
                   const ir::Value& rng_state) {
@@ -125,6 +136,7 @@ std::string build_program(const OpCall& call, const OutputPlan& plan, ProgramLay
     layout.check_messages.push_back(message);
   }
   b.set_results(outputs);
+  for (const auto& [param, output] : donatable_inputs(call, layout)) b.alias(param, output);
   return b.module_text();
 }
 

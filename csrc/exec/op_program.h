@@ -19,6 +19,11 @@ struct ProgramLayout {
 // Storages the op must receive: read through a view, or only partly overwritten.
 std::vector<bool> storages_read(const OpCall& call);
 
+// (parameter, output) pairs of a program laid out as `layout`: an input storage that the op
+// overwrites with a value of the same type. The program lets the output reuse the parameter's
+// buffer, so a launch that donates it saves an allocation and a copy (in-place updates).
+std::vector<std::pair<int, int>> donatable_inputs(const OpCall& call, const ProgramLayout& layout);
+
 struct EmittedOp {
   std::vector<int> written_storages;    // unique, in order of first write (new values in `current`)
   std::vector<ir::Value> new_outputs;   // flat storages of fresh results, plan order

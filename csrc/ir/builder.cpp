@@ -126,8 +126,11 @@ std::vector<Value> Builder::op_with_region(const std::string& name,
 std::string Builder::module_text() const {
   std::ostringstream s;
   s << "module @torch_tpu {\n  func.func public @main(";
-  for (size_t i = 0; i < params_.size(); ++i)
+  for (size_t i = 0; i < params_.size(); ++i) {
     s << (i ? ", " : "") << names_[params_[i].id] << ": " << params_[i].type.str();
+    for (const auto& [param, result] : aliases_)
+      if (param == static_cast<int>(i)) s << " {tf.aliasing_output = " << result << " : i32}";
+  }
   s << ") -> (";
   for (size_t i = 0; i < results_.size(); ++i) s << (i ? ", " : "") << results_[i].type.str();
   s << ") {\n";

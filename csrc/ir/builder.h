@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -52,6 +53,9 @@ class Builder {
   void set_results(const std::vector<Value>& results) { results_ = results; }
   const std::vector<Value>& results() const { return results_; }
   int num_params() const { return static_cast<int>(params_.size()); }
+  // Declares that parameter `param` may share its buffer with result `result` (same type), so
+  // a caller that donates the argument saves an allocation and a copy.
+  void alias(int param, int result) { aliases_.emplace_back(param, result); }
 
   std::string module_text() const;
 
@@ -64,6 +68,7 @@ class Builder {
   std::vector<std::string> names_;  // SSA name of each value id
   std::vector<Value> params_;
   std::vector<Value> results_;
+  std::vector<std::pair<int, int>> aliases_;  // (parameter, result)
   std::vector<std::string> body_;            // lines of @main
   std::vector<std::string>* out_ = &body_;   // current block being written
   int depth_ = 1;

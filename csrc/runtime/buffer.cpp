@@ -59,11 +59,20 @@ void Buffer::to_host(void* dst, size_t dst_size) const {
   Event(api_, args.event).await();
 }
 
-void Buffer::await_ready() const {
+Event Buffer::ready_event() const {
   TPU_PJRT_ARGS(PJRT_Buffer_ReadyEvent_Args, args);
   args.buffer = buffer_;
   check(api_, api_->PJRT_Buffer_ReadyEvent(&args), "PJRT_Buffer_ReadyEvent");
-  Event(api_, args.event).await();
+  return Event(api_, args.event);
+}
+
+void Buffer::await_ready() const { ready_event().await(); }
+
+bool Buffer::is_deleted() const {
+  TPU_PJRT_ARGS(PJRT_Buffer_IsDeleted_Args, args);
+  args.buffer = buffer_;
+  check(api_, api_->PJRT_Buffer_IsDeleted(&args), "PJRT_Buffer_IsDeleted");
+  return args.is_deleted;
 }
 
 }  // namespace tpu::runtime

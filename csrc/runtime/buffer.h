@@ -33,6 +33,10 @@ class Buffer {
   void to_host(void* dst, size_t dst_size) const;
   // Blocks until the buffer's defining computation has finished; rethrows its error.
   void await_ready() const;
+  // Fires when the defining computation finishes; stays usable after the buffer is donated.
+  Event ready_event() const;
+  // True once the buffer was donated to a program (or deleted): its data is gone.
+  bool is_deleted() const;
 
  private:
   const PJRT_Api* api_;

@@ -27,8 +27,11 @@ Executable::~Executable() {
 }
 
 std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args,
-                                           PJRT_Device* device) const {
+                                           PJRT_Device* device,
+                                           const std::vector<int64_t>& non_donatable) const {
   TPU_PJRT_ARGS(PJRT_ExecuteOptions, options);
+  options.non_donatable_input_indices = non_donatable.data();
+  options.num_non_donatable_input_indices = non_donatable.size();
   std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
   PJRT_Buffer* const* arg_list = args.data();
   PJRT_Buffer** out_list = outputs.data();

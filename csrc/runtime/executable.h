@@ -18,8 +18,11 @@ class Executable {
 
   size_t num_outputs() const { return num_outputs_; }
   // Launches asynchronously on `device`; output buffers are returned at once and become
-  // ready when the computation finishes (Buffer::await_ready).
-  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device) const;
+  // ready when the computation finishes (Buffer::await_ready). Arguments the program aliases to
+  // an output (`tf.aliasing_output`) are donated, and then deleted, unless listed in
+  // `non_donatable` (argument indices).
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device,
+                                 const std::vector<int64_t>& non_donatable = {}) const;
   // Bytes that Client::deserialize turns back into an equivalent executable.
   std::string serialize() const;
 

@@ -41,6 +41,16 @@ module @two_outputs {
 }
 )";
 
+// The same add, with %a donated to the result.
+const char* kDonatingAddModule = R"(
+module @donating_add_test {
+  func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}, %b: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %a, %b : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+)";
+
 template <typename T>
 std::vector<T> download(const tpu::runtime::Buffer& b, size_t n) {
   std::vector<T> out(n);
@@ -121,6 +131,25 @@ TEST(RuntimeClient, CpuDeviceCountOptionAndExecuteOnSecondDevice) {
   auto outs = exe->execute({ba->raw(), bb->raw()}, c.device(1));
   REQUIRE_EQ(outs.size(), size_t{1});
   CHECK_EQ(download<float>(*outs[0], 4), (std::vector<float>{11, 22, 33, 44}));
+}
+
+TEST(RuntimeExecutable, AliasedArgumentIsDonatedUnlessListedNonDonatable) {
+  Client& c = client();
+  ExecutablePtr exe = c.compile(kDonatingAddModule);
+  std::vector<float> a{1, 2, 3, 4}, b{10, 20, 30, 40};
+  for (bool donate : {true, false}) {
+    BufferPtr ba = c.buffer_from_host(a.data(), PJRT_Buffer_Type_F32, {4}, 0);
+    BufferPtr bb = c.buffer_from_host(b.data(), PJRT_Buffer_Type_F32, {4}, 0);
+    std::vector<int64_t> keep_a = donate ? std::vector<int64_t>{} : std::vector<int64_t>{0};
+    tpu::runtime::Event made_a = ba->ready_event();
+    auto outs = exe->execute({ba->raw(), bb->raw()}, c.device(0), keep_a);
+    REQUIRE_EQ(outs.size(), size_t{1});
+    CHECK_EQ(download<float>(*outs[0], 4), (std::vector<float>{11, 22, 33, 44}));
+    CHECK_EQ(ba->is_deleted(), donate);
+    made_a.await();  // an event taken before the donation still fires
+    CHECK(!bb->is_deleted());
+    if (!donate) CHECK_EQ(download<float>(*ba, 4), a);
+  }
 }
 
 TEST(RuntimeBuffer, RoundtripF32) {
