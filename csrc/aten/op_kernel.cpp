@@ -7,6 +7,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -138,7 +139,21 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
     c10::TypePtr elem = unwrap_optional(type->castRaw<c10::ListType>()->getElementType());
     if (elem->kind() == c10::TypeKind::TensorType) {
       a.kind = Arg::Kind::TensorList;
-      for (const c10::IValue& e : v.toListRef()) {
+      const auto& list = v.toListRef();
+      auto cpu_scalar = [](const c10::IValue& e) {
+        return e.isTensor() && e.toTensor().defined() && e.toTensor().device().is_cpu() && e.toTensor().dim() == 0;
+      };
+      if (!list.empty() && std::all_of(list.begin(), list.end(), cpu_scalar)) {
+        // A list of CPU 0-d tensors (a compiled optimizer's per-parameter bias corrections)
+        // travels as runtime scalars, like a single CPU scalar argument.
+        for (const c10::IValue& e : list) {
+          a.list_scalars.push_back(static_cast<int>(call.scalars.size()));
+          call.scalars.push_back(host_scalar(e.toTensor()));
+        }
+        call.args.push_back(std::move(a));
+        return;
+      }
+      for (const c10::IValue& e : list) {
         if (e.isNone() || !e.toTensor().defined()) {
           a.list_views.push_back(-1);
         } else {

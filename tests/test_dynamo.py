@@ -1,0 +1,181 @@
+"""torch.compile(backend="tpu"): compiled forward, backward and optimizer steps equal eager
+(PyTorch CPU) results; graphs compile once; mutations reach the caller; other backends are
+untouched."""
+
+import copy
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu
+from models import GPT, MLP
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def compiles():
+    return torch_tpu.metrics.counters()["compiles"]
+
+
+def test_backend_is_registered_through_the_entry_point():
+    assert "tpu" in entry_points(group="torch_dynamo_backends").names
+    assert "tpu" in torch._dynamo.list_backends()
+
+
+@pytest.mark.parametrize("noncontiguous", [False, True])
+def test_compiled_mlp_forward_and_backward_equal_cpu(noncontiguous):
+    torch.manual_seed(0)
+    cpu = MLP(16, 32, 4)
+    tpu = copy.deepcopy(cpu).to("tpu")
+    x = torch.randn(8, 32)[:, ::2] if noncontiguous else torch.randn(8, 16)
+    compiled = torch.compile(tpu, backend="tpu")
+    out = compiled(x.to("tpu") if not noncontiguous else x.to("tpu"))
+    ref = cpu(x)
+    assert out.device.type == "tpu" and out.dtype == ref.dtype and out.shape == ref.shape
+    torch.testing.assert_close(out.cpu(), ref.detach())
+    (out * out).sum().backward()
+    (ref * ref).sum().backward()
+    for (name, p), q in zip(tpu.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, msg=name)
+
+
+def test_compiled_function_of_several_dtypes_equals_cpu():
+    def f(a, b, i):
+        return torch.where(a > 0, a * b, b - 1).sum(0), (i * 3 + 1).cumsum(0)
+
+    compiled = torch.compile(f, backend="tpu")
+    for dtype in (torch.float32, torch.bfloat16):
+        a, b = torch.randn(5, 7, dtype=dtype), torch.randn(5, 7, dtype=dtype)
+        i = torch.randint(-5, 5, (6,))
+        got = compiled(a.to("tpu"), b.to("tpu"), i.to("tpu"))
+        for g, e in zip(got, f(a, b, i)):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            torch.testing.assert_close(g.cpu(), e)
+
+
+def train_gpt(device, steps, compile_model, compile_step):
+    torch.manual_seed(0)
+    model = GPT(layers=2, width=64).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, 256, (4, 16))
+    x, y = idx.to(device), torch.roll(idx, -1, 1).to(device)
+    run = torch.compile(model, backend="tpu") if compile_model else model
+
+    def step():
+        opt.step()
+
+    opt_step = torch.compile(step, backend="tpu") if compile_step else step
+    losses, compiled = [], []
+    for _ in range(steps):
+        before = compiles()
+        loss = run(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt_step()
+        losses.append(loss.item())
+        compiled.append(compiles() - before)
+    return losses, compiled, model
+
+
+def test_compiled_gpt_training_loop_equals_eager_and_stops_compiling():
+    ref, _, ref_model = train_gpt("cpu", 50, False, False)
+    losses, compiled, model = train_gpt("tpu", 50, True, True)
+    assert losses == pytest.approx(ref, rel=2e-4, abs=2e-4)
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=2e-4, rtol=2e-4)
+    # AdamW's first steps initialise its state; from then on nothing compiles.
+    assert sum(compiled[3:]) == 0, compiled
+
+
+class Counter(torch.nn.Module):
+    """Mutates buffers in forward, as batch-norm statistics and KV caches do."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("cache", torch.zeros(2, 6, 4))
+
+    def forward(self, x, pos):
+        self.calls.add_(1)
+        self.cache[:, pos] = x
+        return (self.cache * 2).sum(1)
+
+
+def test_buffer_mutations_reach_the_module_inference_mode():
+    cpu = Counter()
+    tpu = copy.deepcopy(cpu).to("tpu")
+    compiled = torch.compile(tpu, backend="tpu")
+    with torch.no_grad():
+        for pos in range(3):
+            x = torch.randn(2, 4)
+            got = compiled(x.to("tpu"), pos)
+            ref = cpu(x, pos)
+            torch.testing.assert_close(got.cpu(), ref)
+    torch.testing.assert_close(tpu.cache.cpu(), cpu.cache)
+    assert tpu.calls.item() == 3
+
+
+def test_graph_breaks_run_each_graph_and_eager_between():
+    def f(x):
+        y = x.sin() * 2
+        if y.sum().item() > 0:  # a graph break: a value decides Python control flow
+            y = y + 1
+        print("between graphs")
+        return y.cos()
+
+    x = torch.randn(10)
+    got = torch.compile(f, backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), f(x))
+
+
+def test_dynamic_shapes_are_specialized_with_a_warning():
+    def f(x):
+        return (x * x).sum(-1)
+
+    compiled = torch.compile(f, backend="tpu", dynamic=True)
+    with pytest.warns(UserWarning, match="specialized"):
+        for n in (3, 5, 9):
+            x = torch.randn(n, 4)
+            torch.testing.assert_close(compiled(x.to("tpu")).cpu(), f(x))
+
+
+def test_warm_process_compiles_nothing(tmp_path):
+    code = (
+        "import sys, torch, torch_tpu; sys.path.insert(0, %r)\n"
+        "from models import MLP\n"
+        "torch.manual_seed(0); m = torch.compile(MLP(16, 32, 4).to('tpu'), backend='tpu')\n"
+        "m(torch.randn(8, 16, device='tpu')).sum().backward(); torch_tpu.sync()\n"
+        "c = torch_tpu.metrics.counters(); print(c['compiles'], c['disk_hits'])\n"
+    ) % os.path.dirname(__file__)
+    env = {**os.environ, "TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+        )
+        for _ in range(2)
+    ]
+    (cold_compiles, _), (warm_compiles, warm_hits) = (map(int, r.stdout.split()) for r in runs)
+    assert cold_compiles > 0 and warm_compiles == 0 and warm_hits > 0, [
+        r.stderr[-2000:] for r in runs
+    ]
+
+
+def test_other_devices_keep_their_default_backend():
+    # With torch_tpu imported, the default backend (inductor) still compiles CPU code.
+    def f(x):
+        return F.gelu(x) * 2
+
+    x = torch.randn(33)
+    assert torch._dynamo.config is not None
+    torch.testing.assert_close(torch.compile(f)(x), f(x))
+    assert torch._dynamo.list_backends().count("tpu") == 1

@@ -1,0 +1,110 @@
+"""`torch.compile(model, backend="tpu")`: each Dynamo graph becomes one StableHLO program.
+
+AOTAutograd splits training graphs into a forward and a backward graph of ATen ops. Each graph
+is run through the same kernels and lowerings as eager mode, recorded as one fused graph (no
+second set of lowerings) and launched as one program at the end of the call; the compile cache
+(memory and disk) keys it like any fused graph, so a warm process compiles nothing.
+
+The backend is found through the `torch_dynamo_backends` entry point, so this module (and
+torch._dynamo) is imported only when `torch.compile(..., backend="tpu")` is used; importing
+torch_tpu does not change the default backend for other devices.
+"""
+
+import warnings
+
+import torch
+from torch._dynamo import device_interface as _di
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+import torch_tpu
+from torch_tpu import _C
+from torch_tpu import device as _device
+
+__all__ = ["tpu_backend", "TpuInterface"]
+
+
+class TpuInterface(_di.DeviceInterface):
+    """Dynamo's view of the `tpu` device (streams and events are PJRT's launch order)."""
+
+    class device:
+        def __new__(cls, device):
+            return _device.device(device)
+
+    class Worker:
+        @staticmethod
+        def set_device(device):
+            _device.set_device(device)
+
+        @staticmethod
+        def current_device():
+            return _device.current_device()
+
+        @staticmethod
+        def get_device_properties(device=None):
+            return _device.get_device_properties(device)
+
+    current_device = staticmethod(_device.current_device)
+    set_device = staticmethod(_device.set_device)
+    device_count = staticmethod(_device.device_count)
+    is_available = staticmethod(_device.is_available)
+    synchronize = staticmethod(_device.synchronize)
+    current_stream = staticmethod(_device.current_stream)
+    is_bf16_supported = staticmethod(_device.is_bf16_supported)
+
+    @staticmethod
+    def maybe_exchange_device(device):
+        previous = _device.current_device()
+        if device >= 0 and device != previous:
+            _device.set_device(device)
+        return previous
+
+    exchange_device = maybe_exchange_device
+
+    @staticmethod
+    def get_compute_capability(device=None):
+        return _C._runtime_info()["device_kind"]
+
+    @staticmethod
+    def memory_allocated(device=None):
+        return _device.memory_allocated(device)
+
+    @classmethod
+    def is_dtype_supported(cls, dtype, including_emulation=False):
+        return True
+
+
+def _register_device_interface():
+    # torch's own registry maps "tpu" to an interface for another project; it fills the registry
+    # lazily, so fill it first and then take the name.
+    _di.get_registered_device_interfaces()
+    _di.register_interface_for_device("tpu", TpuInterface)
+    for i in range(_device.device_count()):
+        _di.register_interface_for_device(f"tpu:{i}", TpuInterface)
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
+    if any(isinstance(x, torch.SymInt) for x in example_inputs):
+        warnings.warn(
+            "torch_tpu: symbolic shapes are specialized: each new input shape compiles (and "
+            "caches) its own XLA program",
+            stacklevel=2,
+        )
+
+    def run(*args):
+        # Eager work recorded before the call stays a separate program; the graph's ops are
+        # recorded into one fused graph and launched (asynchronously) when the call returns.
+        with torch_tpu.eager_mode("fused"):
+            _C._flush()
+            try:
+                out = gm(*args)
+            finally:
+                _C._flush()
+        return out
+
+    return make_boxed_func(run)
+
+
+tpu_backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph)
+
+_register_device_interface()
