@@ -21,7 +21,7 @@ import torch_tpu
 from torch_tpu import _C
 from torch_tpu import device as _device
 
-__all__ = ["tpu_backend", "TpuInterface"]
+__all__ = ["TpuInterface", "tpu_backend"]
 
 
 class TpuInterface(_di.DeviceInterface):
