@@ -3,7 +3,9 @@
 untouched."""
 
 import copy
+import inspect
 import os
+import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -182,3 +184,16 @@ def test_other_devices_keep_their_default_backend():
     assert torch._dynamo.config is not None
     torch.testing.assert_close(torch.compile(f)(x), f(x))
     assert torch._dynamo.list_backends().count("tpu") == 1
+
+
+def test_runtime_error_in_a_compiled_graph_names_the_user_line():
+    def f(x, i):
+        y = x * 2
+        return y[i] + 1
+
+    line = inspect.getsourcelines(f)[1] + 2
+    x, i = torch.randn(5, device="tpu"), torch.tensor([1, 7], device="tpu")
+    with pytest.raises(
+        IndexError, match=re.escape("out of bounds") + ".*" + re.escape(f"{__file__}:{line}")
+    ):
+        torch.compile(f, backend="tpu")(x, i).cpu()

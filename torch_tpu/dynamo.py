@@ -10,6 +10,8 @@ torch._dynamo) is imported only when `torch.compile(..., backend="tpu")` is used
 torch_tpu does not change the default backend for other devices.
 """
 
+import linecache
+import re
 import warnings
 
 import torch
@@ -83,7 +85,32 @@ def _register_device_interface():
         _di.register_interface_for_device(f"tpu:{i}", TpuInterface)
 
 
+# FX-generated file name -> {line: "user_file:line"}: an op recorded by a compiled graph (and a
+# runtime check failing in it) names the user's line, not the generated code.
+_user_lines = {}
+_STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _resolve_generated_line(filename, line):
+    return _user_lines.get(filename, {}).get(line)
+
+
+def _index_user_lines(gm):
+    if getattr(gm, "_needs_recompile", lambda: False)():
+        gm.real_recompile()  # a lazy GraphModule generates its code on first use
+    filename = gm.forward.__code__.co_filename
+    nodes = {n.name: n for n in gm.graph.nodes}
+    table = {}
+    for number, text in enumerate(linecache.getlines(filename), start=1):
+        node = nodes.get(text.strip().split(" = ", 1)[0])
+        frames = _STACK_FRAME.findall(node.meta.get("stack_trace") or "") if node else []
+        if frames:
+            table[number] = f"{frames[-1][0]}:{frames[-1][1]}"
+    _user_lines[filename] = table
+
+
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
+    _index_user_lines(gm)
     if any(isinstance(x, torch.SymInt) for x in example_inputs):
         warnings.warn(
             "torch_tpu: symbolic shapes are specialized: each new input shape compiles (and "
@@ -108,3 +135,4 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
 tpu_backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph)
 
 _register_device_interface()
+_C._set_generated_code_resolver(_resolve_generated_line)

@@ -26,6 +26,10 @@ using namespace tpu;
 
 namespace {
 
+// Maps a line of FX-generated code ("<eval_with_key>.N ...", a compiled graph) to the user's
+// line that produced its node (set by torch_tpu.dynamo); returns None when it cannot.
+py::object* g_generated_code_resolver = nullptr;
+
 // The innermost Python frame outside torch and torch_tpu: the user's line that recorded an op.
 std::string user_source_location() {
   if (!Py_IsInitialized()) return {};
@@ -38,6 +42,13 @@ std::string user_source_location() {
     PyCodeObject* code = PyFrame_GetCode(frame);
     std::string file = py::cast<std::string>(py::handle(code->co_filename));
     Py_DECREF(code);
+    if (g_generated_code_resolver != nullptr && file.rfind("<eval_with_key>", 0) == 0) {
+      py::object user = (*g_generated_code_resolver)(file, PyFrame_GetLineNumber(frame));
+      if (!user.is_none()) {
+        Py_DECREF(frame);
+        return py::cast<std::string>(user);
+      }
+    }
     bool internal = file.find("/torch/") != std::string::npos ||
                     file.find("/torch_tpu/") != std::string::npos || file.rfind("<frozen", 0) == 0;
     if (!internal) {
@@ -102,6 +113,10 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("_flush", [] { exec::flush(); });
+  m.def("_set_generated_code_resolver", [](py::object fn) {
+    delete g_generated_code_resolver;
+    g_generated_code_resolver = fn.is_none() ? nullptr : new py::object(std::move(fn));
+  });
   m.def("_set_log_recompiles", &exec::set_recompile_logging);
   m.def("_graph_size", [] { return exec::graph_size(); });
   m.def("_set_max_graph_nodes", &exec::set_max_graph_nodes);
