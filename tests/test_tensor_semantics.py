@@ -5,6 +5,8 @@ import io
 import pytest
 import torch
 
+import torch_tpu
+
 from op_check import ALL_DTYPES, assert_same
 
 # Every test here runs in strict, debug and fused mode (tests/conftest.py).
@@ -169,3 +171,19 @@ def test_resize_and_set():
 def test_mixing_cpu_and_tpu_is_an_error():
     with pytest.raises(RuntimeError, match="same device"):
         torch.ones(3, device="tpu").copy_(torch.ones(3)).add_(torch.ones(3))
+
+
+def test_whole_storage_copy_shares_the_buffer_and_writes_stay_separate():
+    a = torch.zeros(4, 3, device="tpu")
+    b = torch.arange(12.0, device="tpu").view(4, 3)
+    torch.tpu.synchronize()
+    before = torch_tpu.metrics.counters()["executions"]
+    a.copy_(b)
+    assert torch_tpu.metrics.counters()["executions"] == before  # no program ran
+    b.add_(1)
+    a.mul_(2)
+    assert torch.equal(a.cpu(), torch.arange(12.0).view(4, 3) * 2)
+    assert torch.equal(b.cpu(), torch.arange(12.0).view(4, 3) + 1)
+    c = torch.zeros(3, 4, device="tpu").t()  # same sizes, other strides: a real copy
+    c.copy_(b)
+    assert torch.equal(c.cpu(), b.cpu())

@@ -99,6 +99,25 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, std::move(s), 0, {0}, {1});
 }
 
+// A copy of one whole storage into another of the same size, dtype and layout (AOTAutograd's
+// write-back of mutated inputs, `p.copy_(q)`) shares the source's buffer instead of running a
+// program: buffers are never modified in place, so sharing is invisible to both tensors.
+bool share_whole_storage(const at::Tensor& dst, const at::Tensor& src) {
+  if (src.scalar_type() != dst.scalar_type() || src.sizes() != dst.sizes() || src.strides() != dst.strides())
+    return false;
+  exec::Storage* d = storage_of(dst);
+  exec::Storage* s = storage_of(src);
+  s->resolve();
+  const ir::DType dtype = to_ir(dst.scalar_type());
+  if (!s->buffer || s->dtype != dtype || s->nbytes != d->nbytes) return false;
+  const int64_t numel = d->numel_as(dtype);
+  if (!lowering::covers_storage({dst.sizes().vec(), dst.strides().vec(), dst.storage_offset()}, numel) ||
+      !lowering::covers_storage({src.sizes().vec(), src.strides().vec(), src.storage_offset()}, numel))
+    return false;
+  d->set_buffer(s->buffer, dtype);
+  return true;
+}
+
 // dst <- src, with broadcasting and dtype conversion, any pair of devices.
 at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool) {
   if (dst.numel() == 0) return dst;
@@ -124,6 +143,7 @@ at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool) {
   }
   TORCH_CHECK(source.device() == dst.device(), "copy_: expected both tensors on ", dst.device(),
               " but got ", source.device());
+  if (share_whole_storage(dst, source)) return dst;
   run_internal("torch_tpu::view_copy", {source}, {dst},
                {ir::Type{to_ir(source.scalar_type()), dst.sizes().vec()}}, dst.device().index());
   return dst;
