@@ -71,3 +71,40 @@ class GPT(nn.Module):
         if targets is None:
             return logits
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, c_in, c_out, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.short = nn.Sequential()
+        if stride != 1 or c_in != c_out:
+            self.short = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.short(x))
+
+
+class ResNet(nn.Module):
+    """ResNet-18 layout (CIFAR stem) by default; `width`/`blocks` shrink it for tests."""
+
+    def __init__(self, width=64, blocks=(2, 2, 2, 2), classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+        layers, c = [], width
+        for i, n in enumerate(blocks):
+            c_out = width * 2**i
+            for j in range(n):
+                layers.append(BasicBlock(c, c_out, 2 if (j == 0 and i > 0) else 1))
+                c = c_out
+        self.layers = nn.Sequential(*layers)
+        self.head = nn.Linear(c, classes)
+
+    def forward(self, x, y=None):
+        h = F.adaptive_avg_pool2d(self.layers(self.stem(x)), 1).flatten(1)
+        logits = self.head(h)
+        return logits if y is None else F.cross_entropy(logits, y)
