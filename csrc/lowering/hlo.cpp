@@ -296,4 +296,101 @@ Value dot_general(Builder& b, const Value& lhs, const Value& rhs,
   return b.op1("stablehlo.dot_general", {lhs, rhs}, Type{out_dtype, shape}, attrs);
 }
 
+namespace {
+
+std::string padding_attr(const std::vector<std::pair<int64_t, int64_t>>& padding) {
+  std::string s = "dense<[";
+  for (size_t i = 0; i < padding.size(); ++i)
+    s += std::string(i ? ", " : "") + "[" + std::to_string(padding[i].first) + ", " +
+         std::to_string(padding[i].second) + "]";
+  return s + "]> : tensor<" + std::to_string(padding.size()) + "x2xi64>";
+}
+
+std::vector<int64_t> ones_if_empty(const std::vector<int64_t>& v, size_t n) {
+  return v.empty() ? std::vector<int64_t>(n, 1) : v;
+}
+
+// Size of a window-reduced dimension: `n` dilated by `ld`, padded, windows of `k` dilated by
+// `rd` every `stride` (StableHLO's convolution / reduce_window shape rule).
+int64_t window_out(int64_t n, int64_t ld, int64_t lo, int64_t hi, int64_t k, int64_t rd, int64_t stride) {
+  int64_t dilated = n == 0 ? 0 : (n - 1) * ld + 1;
+  int64_t padded = dilated + lo + hi;
+  int64_t win = k == 0 ? 0 : (k - 1) * rd + 1;
+  return padded < win ? 0 : (padded - win) / stride + 1;
+}
+
+}  // namespace
+
+ConvDims ConvDims::nchw(int spatial) {
+  ConvDims d;
+  for (int i = 0; i < spatial; ++i) {
+    d.input_spatial.push_back(2 + i);
+    d.kernel_spatial.push_back(2 + i);
+    d.output_spatial.push_back(2 + i);
+  }
+  return d;
+}
+
+Value convolution(Builder& b, const Value& lhs, const Value& rhs, const ConvDims& d,
+                  const ConvWindow& w, DType out_dtype) {
+  size_t n = d.input_spatial.size();
+  std::vector<int64_t> strides = ones_if_empty(w.strides, n);
+  std::vector<int64_t> ld = ones_if_empty(w.lhs_dilation, n), rd = ones_if_empty(w.rhs_dilation, n);
+  std::vector<std::pair<int64_t, int64_t>> padding = w.padding;
+  if (padding.empty()) padding.assign(n, {0, 0});
+  Shape shape(n + 2);
+  shape[d.output_batch] = lhs.shape()[d.input_batch] / w.batch_group_count;
+  shape[d.output_feature] = rhs.shape()[d.kernel_output_feature];
+  for (size_t i = 0; i < n; ++i)
+    shape[d.output_spatial[i]] =
+        window_out(lhs.shape()[d.input_spatial[i]], ld[i], padding[i].first, padding[i].second,
+                   rhs.shape()[d.kernel_spatial[i]], rd[i], strides[i]);
+  std::string dims =
+      "#stablehlo.conv<raw input_batch_dimension = " + std::to_string(d.input_batch) +
+      ", input_feature_dimension = " + std::to_string(d.input_feature) +
+      ", input_spatial_dimensions = " + ir::i64_list(d.input_spatial) +
+      ", kernel_input_feature_dimension = " + std::to_string(d.kernel_input_feature) +
+      ", kernel_output_feature_dimension = " + std::to_string(d.kernel_output_feature) +
+      ", kernel_spatial_dimensions = " + ir::i64_list(d.kernel_spatial) +
+      ", output_batch_dimension = " + std::to_string(d.output_batch) +
+      ", output_feature_dimension = " + std::to_string(d.output_feature) +
+      ", output_spatial_dimensions = " + ir::i64_list(d.output_spatial) + ">";
+  std::string attrs = "batch_group_count = " + std::to_string(w.batch_group_count) +
+                      " : i64, dimension_numbers = " + dims +
+                      ", feature_group_count = " + std::to_string(w.feature_group_count) +
+                      " : i64, lhs_dilation = " + ir::i64_array(ld) +
+                      ", padding = " + padding_attr(padding) +
+                      ", rhs_dilation = " + ir::i64_array(rd) +
+                      ", window_strides = " + ir::i64_array(strides);
+  return b.op1("stablehlo.convolution", {lhs, rhs}, Type{out_dtype, shape}, attrs);
+}
+
+std::vector<Value> reduce_window(Builder& b, const std::vector<Value>& xs,
+                                 const std::vector<Value>& inits,
+                                 const std::vector<int64_t>& window,
+                                 const std::vector<int64_t>& strides_in,
+                                 const std::vector<std::pair<int64_t, int64_t>>& padding_in,
+                                 const std::vector<int64_t>& dilation_in,
+                                 const Builder::RegionBody& body) {
+  size_t r = static_cast<size_t>(xs[0].rank());
+  std::vector<int64_t> strides = ones_if_empty(strides_in, r), dilation = ones_if_empty(dilation_in, r);
+  std::vector<std::pair<int64_t, int64_t>> padding = padding_in;
+  if (padding.empty()) padding.assign(r, {0, 0});
+  Shape shape(r);
+  for (size_t i = 0; i < r; ++i)
+    shape[i] = window_out(xs[0].shape()[i], 1, padding[i].first, padding[i].second, window[i],
+                          dilation[i], strides[i]);
+  std::vector<Value> operands = xs;
+  operands.insert(operands.end(), inits.begin(), inits.end());
+  std::vector<Type> results, region_args;
+  for (const Value& x : xs) results.push_back(Type{x.dtype(), shape});
+  for (int k = 0; k < 2; ++k)
+    for (const Value& x : xs) region_args.push_back(Type{x.dtype(), {}});
+  std::string attrs = "padding = " + padding_attr(padding) +
+                      ", window_dilations = " + ir::i64_array(dilation) +
+                      ", window_dimensions = " + ir::i64_array(window) +
+                      ", window_strides = " + ir::i64_array(strides);
+  return b.op_with_region("stablehlo.reduce_window", operands, results, attrs, region_args, body);
+}
+
 }  // namespace tpu::lowering::hlo

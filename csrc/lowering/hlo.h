@@ -66,6 +66,38 @@ Value dot_general(Builder& b, const Value& lhs, const Value& rhs,
                   const std::vector<int64_t>& lhs_contract, const std::vector<int64_t>& rhs_contract,
                   DType out_dtype);
 
+// stablehlo.convolution. Dimension numbers name which dimension of each operand plays which
+// role; the result type follows from them (StableHLO's shape rules), in `out_dtype`.
+struct ConvDims {
+  int64_t input_batch = 0, input_feature = 1;
+  std::vector<int64_t> input_spatial;
+  int64_t kernel_input_feature = 1, kernel_output_feature = 0;
+  std::vector<int64_t> kernel_spatial;
+  int64_t output_batch = 0, output_feature = 1;
+  std::vector<int64_t> output_spatial;
+  // NC..., OI..., NC... with `spatial` spatial dimensions (PyTorch's layout).
+  static ConvDims nchw(int spatial);
+};
+struct ConvWindow {
+  std::vector<int64_t> strides;                       // per spatial dim (empty: all 1)
+  std::vector<std::pair<int64_t, int64_t>> padding;   // (low, high), may be negative (empty: 0)
+  std::vector<int64_t> lhs_dilation, rhs_dilation;    // empty: all 1
+  int64_t feature_group_count = 1, batch_group_count = 1;
+};
+Value convolution(Builder& b, const Value& lhs, const Value& rhs, const ConvDims& dims,
+                  const ConvWindow& window, DType out_dtype);
+
+// stablehlo.reduce_window over several operands (same shapes) with `body` combining
+// (accumulators..., values...). Empty strides / dilations mean 1; padding (low, high) per
+// dimension (empty: none) is filled with the init values.
+std::vector<Value> reduce_window(Builder& b, const std::vector<Value>& xs,
+                                 const std::vector<Value>& inits,
+                                 const std::vector<int64_t>& window,
+                                 const std::vector<int64_t>& strides,
+                                 const std::vector<std::pair<int64_t, int64_t>>& padding,
+                                 const std::vector<int64_t>& window_dilation,
+                                 const Builder::RegionBody& body);
+
 // 0-d i1: every element of integer `index` lies in [-size, size).
 Value indices_in_range(Builder& b, const Value& index, int64_t size);
 // Normalises a possibly negative dimension index.
