@@ -1,0 +1,340 @@
+"""Max, average and adaptive pooling (1-3d) on tpu against CPU: values, indices, gradients."""
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from op_check import check_op, noncontiguous
+from opinfo_check import check_sample, samples
+
+import torch_tpu
+
+# Every test here runs in strict, debug and fused mode (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
+FLOATS = (torch.float32, torch.bfloat16, torch.float64)
+NAN = float("nan")
+INF = float("inf")
+
+
+def make(shape, dtype=torch.float32, grad=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype).requires_grad_(grad)
+
+
+# bf16: the tpu sums windows (and spreads gradients) in f32 and rounds once; CPU's bf16 kernels
+# round each partial result (adaptive_avg_pool3d sums in bf16, avg/adaptive pooling backward
+# round every gy / divisor and every accumulation). Measured over 5 seeds: |tpu - cpu| up to
+# 7.8e-3 (1 bf16 ulp at magnitude 1) with the tpu the closer one to a float64 reference
+# (e.g. avg_pool1d gradient: |cpu - f64| 5.2e-3, |tpu - f64| 2.6e-3).
+BF16_TOL = {"atol": 1e-2, "rtol": 1.6e-2}
+
+
+def tol(dtype):
+    return BF16_TOL if dtype == torch.bfloat16 else {}
+
+
+def ties(shape, dtype=torch.float32, seed=0):
+    """Values from {0, 1, 2}: most windows hold several maxima (CPU returns the first)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 3, shape, generator=g).to(dtype).requires_grad_()
+
+
+MAX = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+AVG = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
+ADAPTIVE_AVG = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}
+ADAPTIVE_MAX = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}
+
+# (spatial dims, input shape, kwargs) for max pooling.
+MAX_CASES = [
+    (1, (2, 3, 9), {"kernel_size": 3}),
+    (
+        1,
+        (2, 3, 10),
+        {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2, "ceil_mode": True},
+    ),
+    (2, (2, 3, 7, 8), {"kernel_size": 2}),
+    (2, (1, 2, 7, 8), {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)}),
+    (2, (2, 2, 9, 7), {"kernel_size": 3, "stride": 2, "ceil_mode": True}),
+    (
+        2,
+        (2, 2, 9, 9),
+        {"kernel_size": (2, 3), "stride": 2, "padding": 1, "dilation": (2, 2), "ceil_mode": True},
+    ),
+    (2, (3, 6, 5), {"kernel_size": 2, "stride": 1}),  # unbatched
+    (3, (1, 2, 5, 6, 4), {"kernel_size": 2}),
+    (
+        3,
+        (1, 2, 5, 6, 5),
+        {
+            "kernel_size": (3, 2, 2),
+            "stride": (2, 1, 2),
+            "padding": 1,
+            "dilation": (1, 2, 1),
+            "ceil_mode": True,
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("n,shape,kw", MAX_CASES)
+def test_max_pool(n, shape, kw):
+    fn = MAX[n]
+    check_op(lambda t: fn(t, return_indices=True, **kw), make(shape), grad=True)
+    # Many equal maxima: indices must name the first one, as CPU's do.
+    check_op(lambda t: fn(t, return_indices=True, **kw), ties(shape), grad=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_pool_dtypes_and_layouts(dtype):
+    x = make((2, 3, 7, 6), dtype)
+    check_op(lambda t: F.max_pool2d(t, 3, 2, 1, return_indices=True), x, grad=True, **tol(dtype))
+    check_op(
+        lambda t: F.max_pool2d(t, 2, return_indices=True), noncontiguous(x), grad=True, **tol(dtype)
+    )
+    cl = x.detach().to(memory_format=torch.channels_last).requires_grad_()
+    check_op(
+        lambda t: F.max_pool2d(t, 3, 2, 1, ceil_mode=True, return_indices=True),
+        cl,
+        grad=True,
+        **tol(dtype),
+    )
+    check_op(
+        lambda t: F.max_pool1d(t, 2, return_indices=True),
+        make((2, 3, 8), dtype),
+        grad=True,
+        **tol(dtype),
+    )
+
+
+def test_max_pool_nan_and_inf():
+    # CPU: a NaN wins its window (the last NaN when there are several); -inf windows keep the
+    # first element's index.
+    x = torch.tensor([[[1.0, NAN, 2.0, NAN, 3.0, -INF, -INF, -INF, 5.0, NAN]]])
+    check_op(lambda t: F.max_pool1d(t, 4, 2, return_indices=True), x)
+    check_op(lambda t: F.max_pool1d(t, 3, 1, padding=1, return_indices=True), x)
+    x2 = make((1, 2, 6, 6)).detach()
+    x2[0, 0, 1, 1] = NAN
+    x2[0, 1, 2:4, 2:4] = -INF
+    x2[0, 1, 0, 0] = NAN
+    x2[0, 1, 0, 1] = NAN
+    check_op(lambda t: F.max_pool2d(t, 3, 2, 1, return_indices=True), x2)
+
+
+# (spatial dims, input shape, kwargs) for average pooling.
+AVG_CASES = [
+    (1, (2, 3, 9), {"kernel_size": 3}),
+    (
+        1,
+        (2, 3, 10),
+        {
+            "kernel_size": 4,
+            "stride": 3,
+            "padding": 2,
+            "ceil_mode": True,
+            "count_include_pad": False,
+        },
+    ),
+    (2, (2, 3, 7, 8), {"kernel_size": 2}),
+    (2, (1, 2, 7, 8), {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1)}),
+    (
+        2,
+        (1, 2, 7, 8),
+        {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1), "count_include_pad": False},
+    ),
+    (2, (2, 2, 9, 7), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
+    (
+        2,
+        (2, 2, 9, 7),
+        {
+            "kernel_size": 3,
+            "stride": 2,
+            "padding": 1,
+            "ceil_mode": True,
+            "count_include_pad": False,
+        },
+    ),
+    (2, (2, 2, 6, 6), {"kernel_size": 4, "stride": 3, "padding": 2, "divisor_override": 5}),
+    (2, (3, 6, 5), {"kernel_size": 2, "stride": 1}),  # unbatched 2-d
+    (3, (1, 2, 5, 6, 4), {"kernel_size": 2}),
+    (
+        3,
+        (1, 2, 5, 6, 5),
+        {"kernel_size": (3, 2, 2), "stride": (2, 1, 2), "padding": 1, "ceil_mode": True},
+    ),
+    (
+        3,
+        (1, 2, 5, 6, 5),
+        {
+            "kernel_size": (3, 2, 2),
+            "stride": 2,
+            "padding": 1,
+            "ceil_mode": True,
+            "count_include_pad": False,
+        },
+    ),
+    (3, (1, 2, 4, 4, 4), {"kernel_size": 3, "padding": 1, "divisor_override": 7}),
+]
+
+
+@pytest.mark.parametrize("n,shape,kw", AVG_CASES)
+def test_avg_pool(n, shape, kw):
+    fn = AVG[n]
+    check_op(lambda t: fn(t, **kw), make(shape), grad=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_avg_pool_dtypes_and_layouts(dtype):
+    x = make((2, 3, 7, 6), dtype)
+    check_op(
+        lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=False), x, grad=True, **tol(dtype)
+    )
+    check_op(lambda t: F.avg_pool2d(t, 2), noncontiguous(x), grad=True, **tol(dtype))
+    cl = x.detach().to(memory_format=torch.channels_last).requires_grad_()
+    check_op(lambda t: F.avg_pool2d(t, 3, 2, 1, ceil_mode=True), cl, grad=True, **tol(dtype))
+    check_op(lambda t: F.avg_pool1d(t, 3, 2, 1), make((2, 3, 8), dtype), grad=True, **tol(dtype))
+    if dtype != torch.bfloat16:  # CPU has no bf16 avg_pool3d
+        check_op(
+            lambda t: F.avg_pool3d(t, 2, 1, 1, count_include_pad=False),
+            make((1, 2, 3, 4, 3), dtype),
+            grad=True,
+        )
+
+
+# (spatial dims, input shape, output_size)
+ADAPTIVE_CASES = [
+    (1, (2, 3, 9), 3),
+    (1, (2, 3, 10), 4),
+    (1, (3, 7), 5),  # unbatched
+    (2, (2, 3, 8, 6), (4, 3)),
+    (2, (2, 3, 7, 6), (3, 4)),
+    (2, (1, 2, 5, 6), (None, 4)),
+    (2, (1, 2, 5, 7), (7, 9)),  # more outputs than inputs: overlapping windows
+    (2, (3, 5, 6), 1),  # unbatched
+    (3, (1, 2, 6, 4, 4), 2),
+    (3, (1, 2, 5, 6, 4), (2, 4, 3)),
+]
+
+
+@pytest.mark.parametrize("n,shape,out", ADAPTIVE_CASES)
+def test_adaptive_avg_pool(n, shape, out):
+    check_op(lambda t: ADAPTIVE_AVG[n](t, out), make(shape), grad=True)
+
+
+@pytest.mark.parametrize("n,shape,out", ADAPTIVE_CASES)
+def test_adaptive_max_pool(n, shape, out):
+    check_op(lambda t: ADAPTIVE_MAX[n](t, out, return_indices=True), make(shape), grad=True)
+    check_op(lambda t: ADAPTIVE_MAX[n](t, out, return_indices=True), ties(shape), grad=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_adaptive_dtypes_and_layouts(dtype):
+    x = make((2, 3, 7, 6), dtype)
+    cl = x.detach().to(memory_format=torch.channels_last).requires_grad_()
+    for t in (x, noncontiguous(x), cl):
+        check_op(lambda a: F.adaptive_avg_pool2d(a, (3, 4)), t, grad=True, **tol(dtype))
+        check_op(
+            lambda a: F.adaptive_max_pool2d(a, (3, 4), return_indices=True),
+            t,
+            grad=True,
+            **tol(dtype),
+        )
+    y = make((1, 2, 5, 4, 6), dtype)
+    check_op(lambda a: F.adaptive_avg_pool3d(a, (2, 3, 4)), y, grad=True, **tol(dtype))
+    check_op(
+        lambda a: F.adaptive_max_pool3d(a, (2, 3, 4), return_indices=True),
+        y,
+        grad=True,
+        **tol(dtype),
+    )
+
+
+def test_adaptive_max_pool_nan():
+    x = torch.tensor([[[1.0, NAN, 2.0, NAN, 3.0, -INF, -INF, 5.0, NAN, 0.0]]])
+    check_op(lambda t: F.adaptive_max_pool1d(t, 3, return_indices=True), x)
+    check_op(lambda t: F.adaptive_max_pool1d(t, 4, return_indices=True), x)
+
+
+def test_pooling_modules_and_composites():
+    torch.manual_seed(0)
+    x = make((2, 3, 8, 8))
+    for m in [
+        torch.nn.MaxPool2d(3, 2, 1),
+        torch.nn.AvgPool2d(3, 2, 1),
+        torch.nn.AdaptiveAvgPool2d((1, 1)),
+        torch.nn.AdaptiveMaxPool2d(3),
+        torch.nn.LPPool2d(2, 3, 2),
+        torch.nn.LPPool1d(3, 2),
+    ]:
+        inp = x if not isinstance(m, torch.nn.LPPool1d) else make((2, 3, 8))
+        check_op(lambda a, mm=m: mm(a), inp, grad=True)
+
+
+def test_pooling_runs_natively():
+    torch_tpu.metrics.reset()
+    with torch_tpu.cpu_fallback():
+        x = make((2, 3, 6, 6)).detach().to("tpu").requires_grad_()
+        y = (
+            F.max_pool2d(x, 2).sum()
+            + F.avg_pool2d(x, 3, 1, 1).sum()
+            + F.adaptive_avg_pool2d(x, 4).sum()
+            + F.adaptive_max_pool2d(x, 4).sum()
+            + F.max_pool3d(x[None], 2).sum()
+            + F.avg_pool3d(x[None], 2).sum()
+            + F.adaptive_avg_pool3d(x[None], 3).sum()
+            + F.adaptive_max_pool3d(x[None], 3).sum()
+        )
+        y.backward()
+        torch.tpu.synchronize()
+    assert torch_tpu.metrics.fallback_counts() == {}
+
+
+def _normalized(msg):
+    # PyTorch's Python meta kernels word a few messages slightly differently from the CPU
+    # kernels (torch.Size([1, 0, 4]) for [1, 0, 4], an extra comma): compare the words.
+    return re.sub(r"[^a-z0-9]", "", msg.lower().replace("torch.size", ""))
+
+
+def test_pooling_errors():
+    # PyTorch's checks (meta kernels) raise at the call with CPU's messages.
+    cases = [
+        lambda d: F.max_pool2d(torch.zeros(1, 1, 4, 4, device=d), 3, padding=2),
+        lambda d: F.max_pool2d(torch.zeros(1, 1, 2, 2, device=d), 3),
+        lambda d: F.avg_pool2d(torch.zeros(1, 1, 4, 4, device=d), 2, padding=2),
+        lambda d: F.adaptive_avg_pool2d(torch.zeros(1, 1, 4, 4, device=d), (2, 2, 2)),
+        lambda d: F.adaptive_max_pool2d(torch.zeros(1, 0, 4, device=d), 2),
+        lambda d: F.max_pool2d(torch.zeros(1, 1, 4, 4, device=d), 2, dilation=0),
+        lambda d: F.max_pool3d(torch.zeros(1, 1, 4, 4, device=d), 2),
+    ]
+    for case in cases:
+        with pytest.raises(RuntimeError) as cpu_err:
+            case("cpu")
+        with pytest.raises(RuntimeError) as tpu_err:
+            case("tpu")
+        assert _normalized(str(tpu_err.value)) == _normalized(str(cpu_err.value))
+
+
+# Ops with very many OpInfo samples are checked on an even spread of them.
+@pytest.mark.parametrize(
+    "name,limit",
+    [
+        ("nn.functional.max_pool1d", 24),
+        ("nn.functional.max_pool2d", 24),
+        ("nn.functional.max_pool3d", 16),
+        ("nn.functional.avg_pool1d", None),
+        ("nn.functional.avg_pool2d", None),
+        ("nn.functional.avg_pool3d", None),
+        ("nn.functional.adaptive_avg_pool1d", None),
+        ("nn.functional.adaptive_avg_pool2d", None),
+        ("nn.functional.adaptive_avg_pool3d", None),
+        ("nn.functional.adaptive_max_pool1d", None),
+        ("nn.functional.adaptive_max_pool2d", None),
+        ("nn.functional.adaptive_max_pool3d", None),
+        ("max_pool2d_with_indices_backward", 12),
+    ],
+)
+def test_pooling_opinfo(name, limit):
+    op, ss = samples(name, limit=limit)
+    for s in ss:
+        check_sample(op, s)
