@@ -102,7 +102,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
     double momentum, double eps) {
   bool has_mean = running_mean && running_mean->defined();
   bool has_var = running_var && running_var->defined();
-  TORCH_CHECK(has_mean == has_var, "running_mean and running_var must either both be None or neither be None");
+  TORCH_CHECK_VALUE(has_mean == has_var, "running_mean and running_var must either both be None or neither be None");
   if (!has_mean) {
     TORCH_CHECK(training, "running_mean and running_var must be defined in evaluation mode");
     return at::_native_batch_norm_legit(input, weight, bias, training, momentum, eps);
