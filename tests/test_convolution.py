@@ -45,6 +45,10 @@ CONV_CASES = [
     ((2, 4, 6, 5), (8, 1, 3, 3), {"groups": 4, "padding": 1}),
     ((2, 3, 6, 6), (4, 3, 2, 4), {"padding": "same"}),
     ((2, 3, 6, 6), (4, 3, 3, 3), {"padding": "valid", "stride": 3}),
+    # Negative padding inside the gradient convolutions: input rows no window reaches (weight
+    # gradient), padding beyond the kernel extent (input gradient).
+    ((2, 3, 7), (4, 3, 3), {"stride": 3}),
+    ((2, 3, 4, 5), (4, 3, 1, 2), {"padding": (1, 2)}),
     ((1, 2, 5, 4, 4), (3, 2, 2, 3, 2), {"stride": (1, 2, 1), "padding": (1, 0, 1)}),
     ((2, 4, 4, 5, 3), (4, 2, 3, 2, 2), {"groups": 2, "dilation": (1, 2, 1), "padding": 1}),
 ]
@@ -73,6 +77,7 @@ TRANSPOSED_CASES = [
     ((2, 4, 6), (4, 2, 3), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}),
     ((2, 2, 5), (2, 3, 2), {"stride": 3, "dilation": 2, "output_padding": 1}),
     ((1, 3, 4, 5), (3, 2, 3, 2), {"stride": (2, 1), "padding": (1, 0)}),
+    ((2, 3, 7), (3, 4, 1), {"padding": 2}),  # negative padding in the forward convolution
     (
         (2, 4, 4, 3),
         (4, 1, 3, 3),

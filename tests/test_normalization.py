@@ -301,6 +301,7 @@ def test_batch_norm_errors():
         ("nn.functional.rms_norm", ""),
         ("nn.functional.layer_norm", ""),
         ("_batch_norm_with_update", ""),
+        ("nn.functional.local_response_norm", ""),  # a composite over avg_pool2d/3d
     ],
 )
 def test_normalization_opinfo(name, variant):
