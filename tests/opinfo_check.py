@@ -60,8 +60,12 @@ def check_sample(op, sample, grad=True, rel_to_max=None, fn=None):
         _compare(a, e, rel_to_max)
     if not grad:
         return
-    inputs_cpu = [t for t in _flat_tensors([cpu_args, list(cpu_kwargs.values())]) if t.requires_grad]
-    inputs_tpu = [t for t in _flat_tensors([tpu_args, list(tpu_kwargs.values())]) if t.requires_grad]
+    inputs_cpu = [
+        t for t in _flat_tensors([cpu_args, list(cpu_kwargs.values())]) if t.requires_grad
+    ]
+    inputs_tpu = [
+        t for t in _flat_tensors([tpu_args, list(tpu_kwargs.values())]) if t.requires_grad
+    ]
     outs = [(e, a) for e, a in zip(exp_flat, act_flat) if e.requires_grad and e.numel()]
     if not inputs_cpu or not outs:
         return

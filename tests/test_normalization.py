@@ -320,3 +320,18 @@ def test_native_batch_norm_opinfo(name):
             check_sample(op, s)
         else:
             check_op(lambda *a: op.op(*a)[0], s.input, *s.args, grad=True)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_double_backward(training):
+    def f(a, ww, m, v):
+        y = F.batch_norm(a, m, v, ww, training=training)
+        gs = torch.autograd.grad(y.pow(2).sum(), (a, ww), create_graph=True)
+        return sum(g.pow(2).sum() for g in gs)
+
+    x, w = make((2, 3, 4, 4), torch.float64), make((3,), torch.float64, seed=1)
+    rm, rv = (
+        make((3,), torch.float64, grad=False, seed=2),
+        make((3,), torch.float64, grad=False, seed=3).abs(),
+    )
+    check_op(f, x, w, rm, rv, grad=True)

@@ -338,3 +338,28 @@ def test_pooling_opinfo(name, limit):
     op, ss = samples(name, limit=limit)
     for s in ss:
         check_sample(op, s)
+
+
+def _grad_of_grad(f):
+    """A function whose backward runs the pooling backward ops' own derivatives."""
+
+    def run(*a):
+        gs = torch.autograd.grad(f(*a).pow(2).sum(), a, create_graph=True)
+        return sum(g.pow(2).sum() for g in gs)
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: F.max_pool2d(a, 3, 2, 1),
+        lambda a: F.max_pool3d(a, 2),
+        lambda a: F.avg_pool2d(a, 3, 2, 1, count_include_pad=False),
+        lambda a: F.avg_pool3d(a, 2, 1, 1),
+        lambda a: F.adaptive_avg_pool2d(a, (4, 5)),
+        lambda a: F.adaptive_max_pool2d(a, (4, 5)),
+    ],
+)
+def test_pooling_double_backward(f):
+    check_op(_grad_of_grad(f), make((2, 3, 6, 6), torch.float64), grad=True)
