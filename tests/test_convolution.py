@@ -64,7 +64,8 @@ def test_conv(x_shape, w_shape, kw, bias):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("x_shape,w_shape,kw", [CONV_CASES[1], CONV_CASES[5], CONV_CASES[10]])
+# Grouped 1-d, 2-d and 3-d cases.
+@pytest.mark.parametrize("x_shape,w_shape,kw", [CONV_CASES[1], CONV_CASES[5], CONV_CASES[-1]])
 def test_conv_dtypes(dtype, x_shape, w_shape, kw):
     fn = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(x_shape)]
     x, w, b = make(x_shape, dtype), make(w_shape, dtype, seed=1), make((w_shape[0],), dtype, seed=2)
@@ -109,7 +110,9 @@ def test_conv_transpose(x_shape, w_shape, kw, bias):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_conv_transpose_dtypes(dtype):
-    x_shape, w_shape, kw = TRANSPOSED_CASES[4]
+    x_shape, w_shape, kw = next(
+        c for c in TRANSPOSED_CASES if c[2].get("groups") == 2 and len(c[0]) == 4
+    )
     x, w, b = make(x_shape, dtype), make(w_shape, dtype, seed=1), make((2,), dtype, seed=2)
     check_op(
         lambda a, ww, bb: F.conv_transpose2d(a, ww, bb, **kw), x, w, b, grad=True, **tol(dtype)
