@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 import pytest
 import torch
 import torch.nn.functional as F
-from models import GPT, MLP
+from models import GPT, MLP, ResNet
 
 import torch_tpu
 
@@ -197,3 +197,26 @@ def test_runtime_error_in_a_compiled_graph_names_the_user_line():
         IndexError, match=re.escape("out of bounds") + ".*" + re.escape(f"{__file__}:{line}")
     ):
         torch.compile(f, backend="tpu")(x, i).cpu()
+
+
+def test_compiled_cnn_with_batch_norm_equals_cpu_including_running_stats():
+    torch.manual_seed(0)
+    cpu = ResNet(width=8, blocks=(1, 1))
+    tpu = copy.deepcopy(cpu).to("tpu")
+    compiled = torch.compile(tpu, backend="tpu")
+    for _ in range(2):
+        x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+        loss = compiled(x.to("tpu"), y.to("tpu"))
+        ref = cpu(x, y)
+        torch.testing.assert_close(loss.cpu(), ref.detach(), atol=1e-5, rtol=1e-4)
+        loss.backward()
+        ref.backward()
+    for (name, p), q in zip(tpu.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, atol=1e-4, rtol=1e-4, msg=name)
+    for (name, b), c in zip(tpu.named_buffers(), cpu.buffers()):
+        torch.testing.assert_close(b.cpu(), c, atol=1e-5, rtol=1e-5, msg=name)  # running stats
+    tpu.eval()
+    cpu.eval()
+    with torch.no_grad():
+        x = torch.randn(2, 3, 16, 16)
+        torch.testing.assert_close(compiled(x.to("tpu")).cpu(), cpu(x), atol=1e-5, rtol=1e-4)
