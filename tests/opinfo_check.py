@@ -1,5 +1,9 @@
 """Runs PyTorch's OpInfo samples of an op on tpu against CPU: outputs, and the gradients of every
-tensor argument (positional or keyword) that requires grad."""
+tensor argument (positional or keyword) that requires grad.
+
+`check_sample` is the one comparison used by the op tests and by the OpInfo conformance sweep
+(tests/op_conformance.py, tools/op_coverage.py); `run_forward` / `check_backward` are its two
+halves, for callers that report forward and backward separately."""
 
 import torch
 from op_check import _flat_tensors, _to_tpu, assert_same
@@ -17,11 +21,15 @@ def samples(name, dtype=torch.float32, limit=None, variant=""):
     cases is kept while compile time stays bounded)."""
     op = opinfo(name, variant)
     grad = op.supports_autograd and dtype.is_floating_point
-    s = list(op.sample_inputs("cpu", dtype, requires_grad=grad))
-    if limit is not None and len(s) > limit:
-        step = len(s) / limit
-        s = [s[int(i * step)] for i in range(limit)]
-    return op, s
+    return op, spread(list(op.sample_inputs("cpu", dtype, requires_grad=grad)), limit)
+
+
+def spread(items, limit):
+    """Every k-th item when there are more than `limit` (keeps the first and the spread)."""
+    if limit is not None and len(items) > limit:
+        step = len(items) / limit
+        items = [items[int(i * step)] for i in range(limit)]
+    return items
 
 
 def _clone(x):
@@ -34,41 +42,63 @@ def _clone(x):
     return x
 
 
-def _compare(actual, expected, rel_to_max):
+def _compare(actual, expected, rel_to_max, tol=None):
+    """tol: (atol, rtol) for floating results, or None for torch.testing's per-dtype defaults."""
+    atol, rtol = tol if tol is not None else (None, None)
     if rel_to_max is None or not expected.is_floating_point() or expected.numel() == 0:
-        assert_same(actual, expected)
+        if not expected.is_floating_point() and not expected.is_complex():
+            atol = rtol = None  # integers and bools compare exactly
+        assert_same(actual, expected, atol=atol, rtol=rtol)
         return
     # Absolute tolerance relative to the largest expected magnitude (see the caller's comment).
     atol = rel_to_max * expected.abs().max().item()
     assert_same(actual, expected, atol=atol, rtol=1.3e-6)
 
 
-def check_sample(op, sample, grad=True, rel_to_max=None, fn=None):
-    """Runs `fn` (default: the OpInfo's op) on the sample on CPU and tpu; compares every output
-    and, with grad, the gradients of a fixed random cotangent. rel_to_max: floating results are
-    compared with atol = rel_to_max * max|expected| (for samples whose magnitudes make f32
-    summation order matter)."""
+def _outputs(result, sample):
+    # output_process_fn_grad: OpInfo's hook for results that are not unique (signs of singular
+    # vectors, ...); PyTorch's own CPU-comparison test applies it to both sides.
+    fn = getattr(sample, "output_process_fn_grad", None)
+    return _flat_tensors(fn(result) if fn is not None else result)
+
+
+class Forward:
+    """State of one sample's forward comparison, for check_backward."""
+
+    def __init__(self, cpu_args, cpu_kwargs, tpu_args, tpu_kwargs, exp_flat, act_flat):
+        self.cpu_args, self.cpu_kwargs = cpu_args, cpu_kwargs
+        self.tpu_args, self.tpu_kwargs = tpu_args, tpu_kwargs
+        self.exp_flat, self.act_flat = exp_flat, act_flat
+
+
+def run_forward(op, sample, rel_to_max=None, fn=None, tol=None):
+    """Runs `fn` (default: the OpInfo's op) on the sample on CPU and tpu and compares every
+    output (values, dtype, shape, device). Returns the state check_backward needs."""
     fn = fn or op.op
     cpu_args = _clone([sample.input, *sample.args])
     cpu_kwargs = _clone(dict(sample.kwargs))
     tpu_args, tpu_kwargs = _to_tpu(cpu_args), _to_tpu(cpu_kwargs)
     expected = fn(*cpu_args, **cpu_kwargs)
     actual = fn(*tpu_args, **tpu_kwargs)
-    exp_flat, act_flat = _flat_tensors(expected), _flat_tensors(actual)
-    assert len(exp_flat) == len(act_flat)
+    exp_flat, act_flat = _outputs(expected, sample), _outputs(actual, sample)
+    assert len(exp_flat) == len(act_flat), (len(act_flat), len(exp_flat))
     for a, e in zip(act_flat, exp_flat):
-        _compare(a, e, rel_to_max)
-    if not grad:
-        return
+        _compare(a, e, rel_to_max, tol)
+    return Forward(cpu_args, cpu_kwargs, tpu_args, tpu_kwargs, exp_flat, act_flat)
+
+
+def check_backward(fwd, rel_to_max=None, tol=None):
+    """Backward of the outputs weighted by a fixed random cotangent; compares the gradients of
+    every input that requires grad. Returns False when there was nothing to differentiate."""
     inputs_cpu = [
-        t for t in _flat_tensors([cpu_args, list(cpu_kwargs.values())]) if t.requires_grad
+        t for t in _flat_tensors([fwd.cpu_args, list(fwd.cpu_kwargs.values())]) if t.requires_grad
     ]
     inputs_tpu = [
-        t for t in _flat_tensors([tpu_args, list(tpu_kwargs.values())]) if t.requires_grad
+        t for t in _flat_tensors([fwd.tpu_args, list(fwd.tpu_kwargs.values())]) if t.requires_grad
     ]
-    outs = [(e, a) for e, a in zip(exp_flat, act_flat) if e.requires_grad and e.numel()]
+    outs = [(e, a) for e, a in zip(fwd.exp_flat, fwd.act_flat) if e.requires_grad and e.numel()]
     if not inputs_cpu or not outs:
-        return
+        return False
     gen = torch.Generator().manual_seed(1234)
     cots = [torch.randn(e.shape, generator=gen, dtype=torch.float64).to(e.dtype) for e, _ in outs]
     torch.autograd.backward([e for e, _ in outs], cots)
@@ -78,4 +108,41 @@ def check_sample(op, sample, grad=True, rel_to_max=None, fn=None):
             assert t.grad is None
             continue
         assert t.grad is not None, "missing gradient on tpu"
-        _compare(t.grad, c.grad, rel_to_max)
+        _compare(t.grad, c.grad, rel_to_max, tol)
+    return True
+
+
+def check_out(op, sample, tol=None):
+    """The out= variant: the op writes into tpu tensors of the expected shapes and dtypes and
+    returns them; the values equal CPU's functional result."""
+    cpu_args = [x.detach() if isinstance(x, torch.Tensor) else x for x in _clone([sample.input, *sample.args])]
+    cpu_kwargs = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in _clone(dict(sample.kwargs)).items()}
+    expected = op.op(*cpu_args, **cpu_kwargs)
+    tpu_args, tpu_kwargs = _to_tpu(cpu_args), _to_tpu(cpu_kwargs)
+
+    def empty(e):
+        return torch.empty(e.shape, dtype=e.dtype, device="tpu") if isinstance(e, torch.Tensor) else e
+
+    if isinstance(expected, torch.Tensor):
+        out = empty(expected)
+    elif isinstance(expected, (tuple, list)) and all(isinstance(e, torch.Tensor) for e in expected):
+        out = tuple(empty(e) for e in expected)
+    else:
+        return False  # no tensor result to write
+    returned = op.op(*tpu_args, **tpu_kwargs, out=out)
+    outs = [out] if isinstance(out, torch.Tensor) else list(out)
+    rets = [returned] if isinstance(returned, torch.Tensor) else list(returned)
+    assert len(rets) == len(outs) and all(r is o for r, o in zip(rets, outs)), "out= not returned"
+    for a, e in zip(outs, _flat_tensors(expected)):
+        _compare(a, e, None, tol)
+    return True
+
+
+def check_sample(op, sample, grad=True, rel_to_max=None, fn=None):
+    """Runs `fn` (default: the OpInfo's op) on the sample on CPU and tpu; compares every output
+    and, with grad, the gradients of a fixed random cotangent. rel_to_max: floating results are
+    compared with atol = rel_to_max * max|expected| (for samples whose magnitudes make f32
+    summation order matter)."""
+    fwd = run_forward(op, sample, rel_to_max, fn)
+    if grad:
+        check_backward(fwd, rel_to_max)
