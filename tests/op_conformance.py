@@ -11,8 +11,8 @@ Each part ends in one status:
   fails     first error, one line
   skipped   written reason (no CPU kernel for the dtype, nothing to differentiate, ...)
 
-Used by tools/op_coverage.py (the full sweep, docs/op_coverage.md) and tests/test_op_coverage.py
-(a fast fixed subset in CI).
+Used by tools/op_coverage.py (the sweep that writes docs/op_coverage.md). A fast CI subset
+(tests/test_op_coverage.py) is not written yet.
 """
 
 import inspect
