@@ -5,8 +5,12 @@ import glob
 import importlib.util
 import os
 
-from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+# Building must not load an installed torch_tpu through torch's backend autoload: a stale or
+# moved install (its entry point still registered) would make `import torch` fail here.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+
+from setuptools import setup  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
