@@ -21,3 +21,12 @@ def each_mode(request):
     with torch_tpu.eager_mode(request.param):
         yield request.param
     torch.tpu.synchronize()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_disk_cache(tmp_path_factory):
+    """The suite compiles into its own empty disk cache: entries from earlier runs (of the same
+    build) would turn compiles into disk hits and change what the cache and recompile tests
+    see. Tests of the disk cache itself point it elsewhere."""
+    torch_tpu.cache.enable(tmp_path_factory.mktemp("torch_tpu_cache"))
+    yield
