@@ -29,6 +29,10 @@ def compiles():
     return torch_tpu.metrics.counters()["compiles"]
 
 
+def replays():
+    return torch_tpu.metrics.counters()["graph_replays"]
+
+
 def test_backend_is_registered_through_the_entry_point():
     assert "tpu" in entry_points(group="torch_dynamo_backends").names
     assert "tpu" in torch._dynamo.list_backends()
@@ -68,10 +72,10 @@ def test_compiled_function_of_several_dtypes_equals_cpu():
             torch.testing.assert_close(g.cpu(), e)
 
 
-def train_gpt(device, steps, compile_model, compile_step):
+def train_gpt(device, steps, compile_model, compile_step, capturable=False):
     torch.manual_seed(0)
     model = GPT(layers=2, width=64).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, capturable=capturable)
     idx = torch.randint(0, 256, (4, 16))
     x, y = idx.to(device), torch.roll(idx, -1, 1).to(device)
     run = torch.compile(model, backend="tpu") if compile_model else model
@@ -92,14 +96,53 @@ def train_gpt(device, steps, compile_model, compile_step):
     return losses, compiled, model
 
 
-def test_compiled_gpt_training_loop_equals_eager_and_stops_compiling():
+@pytest.mark.parametrize("capturable", [False, True])
+def test_compiled_gpt_training_loop_equals_eager_and_stops_compiling(capturable):
     ref, _, ref_model = train_gpt("cpu", 50, False, False)
-    losses, compiled, model = train_gpt("tpu", 50, True, True)
+    before = replays()
+    losses, compiled, model = train_gpt("tpu", 50, True, True, capturable)
     assert losses == pytest.approx(ref, rel=2e-4, abs=2e-4)
     for p, q in zip(model.parameters(), ref_model.parameters()):
         torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=2e-4, rtol=2e-4)
     # AdamW's first steps initialise its state; from then on nothing compiles.
     assert sum(compiled[3:]) == 0, compiled
+    # Forward and backward replay their captured programs; so does the optimizer step when
+    # its step counters live on tpu (capturable): with CPU counters it records every call.
+    per_step = 3 if capturable else 2
+    assert replays() - before >= per_step * (50 - 3)
+
+
+def test_replay_needs_the_capture_input_layout():
+    # Same sizes and strides (Dynamo's guards pass), but the second input is a view at an
+    # offset into a larger storage: the captured program does not fit it, so it records again.
+    def f(x, w):
+        return (x * w).sum(0) + x[0]
+
+    compiled = torch.compile(f, backend="tpu")
+    w = torch.randn(16)
+    replayed = []
+    for x in (torch.randn(8, 16), torch.randn(8, 16), torch.randn(9, 16)[1:], torch.randn(8, 16)):
+        before = replays()
+        xt = torch.randn(9, 16, device="tpu")[1:].copy_(x) if x.storage_offset() else x.to("tpu")
+        got = compiled(xt, w.to("tpu"))
+        torch.testing.assert_close(got.cpu(), f(x, w))
+        assert got.device.type == "tpu" and got.dtype == torch.float32
+        replayed.append(replays() - before)
+    # Call 2 replays call 1's capture; call 3 records (and captures) for the view layout;
+    # call 4 replays the first capture again.
+    assert replayed == [0, 1, 0, 1]
+
+
+def test_compiled_random_ops_draw_new_numbers_every_call():
+    def f(x):
+        return torch.nn.functional.dropout(x, 0.5, training=True) + 1
+
+    compiled = torch.compile(f, backend="tpu")
+    x = torch.ones(4096, device="tpu")
+    first, second = compiled(x).cpu(), compiled(x).cpu()
+    assert not torch.equal(first, second)
+    for out in (first, second):
+        assert set(out.unique().tolist()) == {1.0, 3.0}
 
 
 class Counter(torch.nn.Module):
@@ -204,7 +247,8 @@ def test_compiled_cnn_with_batch_norm_equals_cpu_including_running_stats():
     cpu = ResNet(width=8, blocks=(1, 1))
     tpu = copy.deepcopy(cpu).to("tpu")
     compiled = torch.compile(tpu, backend="tpu")
-    for _ in range(2):
+    before = replays()
+    for _ in range(3):
         x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
         loss = compiled(x.to("tpu"), y.to("tpu"))
         ref = cpu(x, y)
@@ -213,6 +257,7 @@ def test_compiled_cnn_with_batch_norm_equals_cpu_including_running_stats():
         ref.backward()
     for (name, p), q in zip(tpu.named_parameters(), cpu.parameters()):
         torch.testing.assert_close(p.grad.cpu(), q.grad, atol=1e-4, rtol=1e-4, msg=name)
+    assert replays() - before >= 4  # calls 2 and 3 replay forward and backward
     for (name, b), c in zip(tpu.named_buffers(), cpu.buffers()):
         torch.testing.assert_close(b.cpu(), c, atol=1e-5, rtol=1e-5, msg=name)  # running stats
     tpu.eval()

@@ -11,6 +11,7 @@ torch_tpu does not change the default backend for other devices.
 """
 
 import linecache
+import sys
 import re
 import warnings
 
@@ -109,8 +110,12 @@ def _index_user_lines(gm):
     _user_lines[filename] = table
 
 
+_TENSOR = object()  # a tensor slot in a captured graph's output template
+
+
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
     _index_user_lines(gm)
+    name = gm.forward.__code__.co_filename
     if any(isinstance(x, torch.SymInt) for x in example_inputs):
         warnings.warn(
             "torch_tpu: symbolic shapes are specialized: each new input shape compiles (and "
@@ -118,15 +123,37 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
             stacklevel=2,
         )
 
+    # The first call records the graph through the kernels (one fused program); when that
+    # capture is replayable, later calls with the same input layout and non-tensor inputs run
+    # the captured program directly.
+    replayable = _C._ReplayableGraph()
+    captured = None  # (non-tensor inputs, output template) of the capture
+
     def run(*args):
-        # Eager work recorded before the call stays a separate program; the graph's ops are
-        # recorded into one fused graph and launched (asynchronously) when the call returns.
+        nonlocal captured
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        others = [a for a in args if not isinstance(a, torch.Tensor)]
         with torch_tpu.eager_mode("fused"):
-            _C._flush()
+            if captured is not None and captured[0] == others:
+                out = replayable.replay(tensors)
+                if out is not None:
+                    it = iter(out)
+                    return [next(it) if slot is _TENSOR else slot for slot in captured[1]]
+            captured = None
+            # Eager work recorded before the call stays a separate program.
+            replayable.begin(tensors)
+            out = None
             try:
                 out = gm(*args)
             finally:
-                _C._flush()
+                results = list(out) if isinstance(out, (list, tuple)) else []
+                outputs = [o for o in results if isinstance(o, torch.Tensor)]
+                # Runs the recorded graph (asynchronously) whether or not it can be replayed.
+                why = replayable.end(tensors, outputs)
+            if not why:
+                captured = (others, [_TENSOR if isinstance(o, torch.Tensor) else o for o in results])
+            elif _C._log_recompiles():
+                print(f"torch_tpu: compiled graph {name} is recorded again on every call: {why}", file=sys.stderr)
         return out
 
     return make_boxed_func(run)

@@ -47,6 +47,47 @@ std::string (*g_location_hook)() = nullptr;
 Graph g_graph;
 size_t g_max_nodes = 4096;
 
+// The capture in progress (begin_capture .. end_capture), filled by the run of its graph.
+struct Capture {
+  bool active = false;
+  std::vector<Storage*> inputs;
+  std::unordered_map<const runtime::Buffer*, int> input_of;  // input buffer -> input index
+  int runs = 0;
+  std::string why;  // the first reason the capture cannot be replayed
+  std::shared_ptr<CapturedGraph> graph = std::make_shared<CapturedGraph>();
+  std::vector<std::shared_ptr<PendingValue>> live;
+};
+Capture g_capture;
+
+void note_captured_run(const std::vector<Node>& nodes, const CompiledOpPtr& program,
+                       const std::vector<runtime::BufferPtr>& params, const std::vector<runtime::BufferPtr>& keep,
+                       const std::vector<std::pair<int, int>>& aliases,
+                       const std::vector<std::shared_ptr<PendingValue>>& live, int device) {
+  Capture& c = g_capture;
+  if (++c.runs > 1 && c.why.empty()) c.why = "it ran as more than one program (a value was read inside it)";
+  if (!c.why.empty()) return;
+  for (const Node& node : nodes)
+    if (node.call.random) {
+      c.why = "it has a random op (" + node.call.op_name + ")";
+      return;
+    }
+  CapturedGraph& g = *c.graph;
+  g.program = program;
+  g.device = device;
+  for (const auto& p : params) {
+    auto it = c.input_of.find(p.get());
+    if (it == c.input_of.end()) {
+      c.why = "it reads a tensor that is not one of its inputs";
+      return;
+    }
+    g.param_inputs.push_back(it->second);
+  }
+  g.runtime_inputs.assign(keep.begin() + static_cast<long>(params.size()), keep.end());
+  g.aliases = aliases;
+  c.live = live;
+  for (size_t k = 0; k < live.size(); ++k) g.live_dtype.push_back(program->plan.new_outputs[k].dtype);
+}
+
 template <typename T>
 void put(std::string& k, const T& v) {
   k.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -238,6 +279,7 @@ void run_graph(Graph& g) {
   if (first_check > 0) track(outs[0]);
   queue_checks(program->layout.check_messages,
                std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
+  if (g_capture.active) note_captured_run(nodes, program, params, keep, aliases, live, device);
 }
 
 }  // namespace
@@ -250,7 +292,7 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
   std::string location = g_location_hook ? g_location_hook() : std::string();
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
-                                 key == g_graph.first_key))
+                                 (key == g_graph.first_key && !g_capture.active)))
     run_graph(g_graph);
   if (g_graph.nodes.empty()) {
     g_graph.device = call.device;
@@ -338,6 +380,95 @@ runtime::BufferPtr concrete_buffer(Storage* s) {
     s->resolve();
   }
   return s->buffer;
+}
+
+void begin_capture(const std::vector<Storage*>& inputs) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  run_graph(g_graph);
+  g_capture = Capture();
+  g_capture.active = true;
+  g_capture.inputs = inputs;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    inputs[j]->resolve();
+    const runtime::Buffer* b = inputs[j]->buffer.get();
+    if (b == nullptr) {
+      g_capture.why = inputs[j]->pending ? "an input's value was lost" : "an input was never written";
+    } else if (!g_capture.input_of.emplace(b, static_cast<int>(j)).second) {
+      g_capture.why = "two of its input storages share one buffer";
+    }
+  }
+}
+
+std::shared_ptr<CapturedGraph> end_capture(const std::vector<Storage*>& outputs, std::string& why) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (g_capture.active) run_graph(g_graph);
+  Capture c = std::move(g_capture);
+  g_capture = Capture();
+  CapturedGraph& g = *c.graph;
+  const std::vector<Storage*>& inputs = c.inputs;
+  for (const auto& pv : c.live) {
+    int j = -1;
+    for (size_t i = 0; i < inputs.size() && j < 0; ++i)
+      if (inputs[i]->pending == pv) j = static_cast<int>(i);
+    g.live_input.push_back(j);
+  }
+  // An input written outside the graph's program (an upload, a CPU fallback) would not be
+  // written by a replay.
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    auto it = c.input_of.find(inputs[j]->buffer.get());
+    bool unchanged = !inputs[j]->pending && it != c.input_of.end() && it->second == static_cast<int>(j);
+    bool by_program = std::find(g.live_input.begin(), g.live_input.end(), static_cast<int>(j)) != g.live_input.end();
+    if (!unchanged && !by_program && c.why.empty()) c.why = "an input was written outside its program";
+  }
+  std::vector<bool> held(c.live.size());
+  for (size_t k = 0; k < c.live.size(); ++k) held[k] = g.live_input[k] >= 0;
+  for (Storage* o : outputs) {
+    auto in = std::find(inputs.begin(), inputs.end(), o);
+    auto lv = std::find_if(c.live.begin(), c.live.end(), [&](const auto& pv) { return o->pending == pv; });
+    g.output_input.push_back(in == inputs.end() ? -1 : static_cast<int>(in - inputs.begin()));
+    g.output_live.push_back(lv == c.live.end() ? -1 : static_cast<int>(lv - c.live.begin()));
+    if (lv != c.live.end()) held[lv - c.live.begin()] = true;
+    if (in == inputs.end() && lv == c.live.end() && c.why.empty()) c.why = "it returns a tensor it did not compute";
+  }
+  if (std::find(held.begin(), held.end(), false) != held.end() && c.why.empty())
+    c.why = "it leaves a value in a tensor that is neither its input nor its output";
+  why = c.why;
+  return why.empty() ? c.graph : nullptr;
+}
+
+std::vector<runtime::BufferPtr> replay(const CapturedGraph& g, const std::vector<Storage*>& inputs) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  run_graph(g_graph);
+  if (!g.program) return {};
+  std::vector<runtime::BufferPtr> params;
+  std::vector<PJRT_Buffer*> args;
+  for (int j : g.param_inputs) {
+    Storage* st = inputs[j];
+    st->resolve();
+    if (!st->buffer) throw std::runtime_error("torch_tpu: a compiled graph's input has no value");
+    params.push_back(st->buffer);
+    args.push_back(st->buffer->raw());
+  }
+  for (const auto& r : g.runtime_inputs) args.push_back(r->raw());
+  // Donated when only the input storage and `params` hold the buffer.
+  std::vector<int64_t> non_donatable;
+  for (const auto& [param, live] : g.aliases)
+    if (params[param].use_count() > 2) non_donatable.push_back(param);
+  counters().donated_buffers += g.aliases.size() - non_donatable.size();
+  g.program->uses++;
+  std::vector<runtime::BufferPtr> outs = g.program->executable->execute(args, client().device(g.device), non_donatable);
+  counters().executions++;
+  counters().graph_replays++;
+  const size_t first_check = outs.size() - g.program->layout.check_messages.size();
+  std::vector<runtime::BufferPtr> live(g.live_input.size());
+  for (size_t k = 0; k < live.size(); ++k) {
+    if (g.live_input[k] >= 0) inputs[g.live_input[k]]->set_buffer(outs[k], g.live_dtype[k]);
+    else live[k] = outs[k];
+  }
+  if (first_check > 0) track(outs[0]);
+  queue_checks(g.program->layout.check_messages,
+               std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
+  return live;
 }
 
 void set_max_graph_nodes(size_t n) { g_max_nodes = n == 0 ? 1 : n; }

@@ -29,6 +29,32 @@ runtime::BufferPtr concrete_buffer(Storage* s);
 // Python layer installs the function (exec stays free of Python).
 void set_source_location_hook(std::string (*hook)());
 
+// torch.compile (torch_tpu.dynamo) records each FX graph once through the kernels and then
+// replays the captured program: later calls skip the Python and dispatcher work of recording.
+// A capture is replayable when the graph ran as one program whose buffer parameters are all
+// input storages, with no random ops, and whose live values are all held by the given output
+// or input storages. Recording during a capture does not cut at a repeated op.
+struct CapturedGraph {
+  CompiledOpPtr program;
+  int device = 0;
+  std::vector<int> param_inputs;                   // per buffer parameter: its input storage
+  std::vector<runtime::BufferPtr> runtime_inputs;  // the nodes' scalars, fixed by the trace
+  std::vector<std::pair<int, int>> aliases;        // (parameter, live value) donation pairs
+  std::vector<int> live_input;                     // per live value: input storage it updates or -1
+  std::vector<ir::DType> live_dtype;
+  std::vector<int> output_live;                    // per output storage: its live value or -1
+  std::vector<int> output_input;                   // per output storage: the input it is or -1
+};
+
+// Flushes, then records into a fresh graph whose inputs are `inputs` (concrete storages).
+void begin_capture(const std::vector<Storage*>& inputs);
+// Runs what was recorded since begin_capture; returns the capture, or null with the reason in
+// `why` when it cannot be replayed.
+std::shared_ptr<CapturedGraph> end_capture(const std::vector<Storage*>& outputs, std::string& why);
+// Runs `g` on `inputs` (same layout as at capture, checked by the caller): updated inputs get
+// their new buffers; returns the buffer of every live value (null for input updates).
+std::vector<runtime::BufferPtr> replay(const CapturedGraph& g, const std::vector<Storage*>& inputs);
+
 // A graph is cut after this many nodes, or earlier when the op sequence repeats (a training
 // step): then every step reuses one executable.
 void set_max_graph_nodes(size_t n);

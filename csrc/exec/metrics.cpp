@@ -40,6 +40,7 @@ std::map<std::string, double> metrics_snapshot() {
       {"d2h_transfers", double(c.d2h_transfers)},
       {"d2h_bytes", double(c.d2h_bytes)},
       {"donated_buffers", double(c.donated_buffers)},
+      {"graph_replays", double(c.graph_replays)},
       {"fallbacks", double(fallbacks)},
       {"disk_hits", double(c.disk_hits)},
       {"disk_misses", double(c.disk_misses)},
@@ -53,7 +54,7 @@ void reset_metrics() {
   Counters& c = counters();
   for (auto* a : {&c.ops_dispatched, &c.executions, &c.compiles, &c.cache_hits, &c.cache_misses,
                   &c.compile_nanos, &c.h2d_transfers, &c.h2d_bytes, &c.d2h_transfers, &c.d2h_bytes,
-                  &c.donated_buffers,
+                  &c.donated_buffers, &c.graph_replays,
                   &c.disk_hits, &c.disk_misses, &c.disk_writes, &c.disk_errors, &c.disk_evictions})
     a->store(0);
   std::lock_guard<std::mutex> lock(g_fallback_mutex);

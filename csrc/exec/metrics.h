@@ -19,6 +19,8 @@ struct Counters {
   std::atomic<int64_t> d2h_bytes{0};
   // Input buffers a program wrote its output into (in-place updates that allocated nothing).
   std::atomic<int64_t> donated_buffers{0};
+  // Compiled (torch.compile) graphs run from their captured program, without recording.
+  std::atomic<int64_t> graph_replays{0};
   // Persistent compile cache (disk_cache.h): loaded instead of compiled, not found, written,
   // damaged or unwritable, removed by the size limit.
   std::atomic<int64_t> disk_hits{0};

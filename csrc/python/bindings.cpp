@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include "aten/generator.h"
+#include "aten/graph_replay.h"
 #include "aten/tpu_tensor.h"
 #include "exec/compile_cache.h"
 #include "exec/compiled_op_store.h"
@@ -87,6 +88,9 @@ std::string user_source_location() {
   return result;
 }
 
+// A local type: pybind11's class_ of a type with default visibility warns.
+struct ReplayableGraph : aten::ReplayableGraph {};
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -140,7 +144,13 @@ PYBIND11_MODULE(_C, m) {
     delete g_generated_code_resolver;
     g_generated_code_resolver = fn.is_none() ? nullptr : new py::object(std::move(fn));
   });
+  py::class_<ReplayableGraph>(m, "_ReplayableGraph")
+      .def(py::init<>())
+      .def("begin", &ReplayableGraph::begin)
+      .def("end", &ReplayableGraph::end)
+      .def("replay", &ReplayableGraph::replay);
   m.def("_set_log_recompiles", &exec::set_recompile_logging);
+  m.def("_log_recompiles", &exec::recompile_logging);
   m.def("_graph_size", [] { return exec::graph_size(); });
   m.def("_set_max_graph_nodes", &exec::set_max_graph_nodes);
   m.def("_set_cpu_fallback", &aten::set_cpu_fallback);
