@@ -55,6 +55,15 @@ def _compare(actual, expected, rel_to_max, tol=None):
     assert_same(actual, expected, atol=atol, rtol=1.3e-6)
 
 
+def _tpu_kwargs(cpu_kwargs):
+    # Factory entries (arange, full, eye, ...) take the device as a keyword: on the tpu side it
+    # names tpu.
+    kwargs = _to_tpu(cpu_kwargs)
+    if kwargs.get("device") in ("cpu", torch.device("cpu")):
+        kwargs["device"] = "tpu"
+    return kwargs
+
+
 def _outputs(result, sample):
     # output_process_fn_grad: OpInfo's hook for results that are not unique (signs of singular
     # vectors, ...); PyTorch's own CPU-comparison test applies it to both sides.
@@ -77,7 +86,7 @@ def run_forward(op, sample, rel_to_max=None, fn=None, tol=None):
     fn = fn or op.op
     cpu_args = _clone([sample.input, *sample.args])
     cpu_kwargs = _clone(dict(sample.kwargs))
-    tpu_args, tpu_kwargs = _to_tpu(cpu_args), _to_tpu(cpu_kwargs)
+    tpu_args, tpu_kwargs = _to_tpu(cpu_args), _tpu_kwargs(cpu_kwargs)
     expected = fn(*cpu_args, **cpu_kwargs)
     actual = fn(*tpu_args, **tpu_kwargs)
     exp_flat, act_flat = _outputs(expected, sample), _outputs(actual, sample)
@@ -118,7 +127,7 @@ def check_out(op, sample, tol=None):
     cpu_args = [x.detach() if isinstance(x, torch.Tensor) else x for x in _clone([sample.input, *sample.args])]
     cpu_kwargs = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in _clone(dict(sample.kwargs)).items()}
     expected = op.op(*cpu_args, **cpu_kwargs)
-    tpu_args, tpu_kwargs = _to_tpu(cpu_args), _to_tpu(cpu_kwargs)
+    tpu_args, tpu_kwargs = _to_tpu(cpu_args), _tpu_kwargs(cpu_kwargs)
 
     def empty(e):
         return torch.empty(e.shape, dtype=e.dtype, device="tpu") if isinstance(e, torch.Tensor) else e
