@@ -102,8 +102,8 @@ def sweep(ids, args, tmpdir):
                     proc.wait()
                     killed = f"timeout: no result within {args.entry_timeout} s"
             started, done = _read_jsonl(outfile)
-            results.update(done)
             for eid in done:
+                results[eid] = done[eid]
                 print(f"[{len(results)}/{len(ids)}] {eid}: {_conf.entry_class(done[eid])}", flush=True)
             remaining = [e for e in chunk if e not in done]
             if not remaining:
@@ -173,7 +173,7 @@ def render(results, meta):
     lines = [
         "# Operator coverage against PyTorch's OpInfo database",
         "",
-        "Regenerate (full sweep, a few hours on two cores; `--help` for subsets):",
+        "Regenerate (full sweep, about 20 minutes on two cores; `--help` for subsets):",
         "",
         "    " + meta["command"],
         "",
