@@ -22,7 +22,10 @@ VOCAB, WIDTH, LAYERS, HEADS, BATCH, CONTEXT = 256, 128, 4, 4, 8, 64
 def torch_step(device, mode, compile_backend):
     torch.manual_seed(0)
     model = GPT(VOCAB, WIDTH, LAYERS, HEADS, CONTEXT).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    # capturable: the step counters live on the device, so the compiled optimizer step is a pure
+    # function of tpu tensors and replays its captured program (Dynamo sets this by itself only
+    # for CUDA and XPU parameters).
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, capturable=compile_backend == "tpu")
     idx = torch.randint(0, VOCAB, (BATCH, CONTEXT))
     x, y = idx.to(device), torch.roll(idx, -1, 1).to(device)
     run = torch.compile(model, backend=compile_backend) if compile_backend else model
