@@ -25,6 +25,8 @@ from torch_tpu import _C  # noqa: E402
 from torch_tpu import _plugin  # noqa: E402
 
 _path, _error = _plugin.find_plugin()
+# Error locations name the innermost frame outside these packages.
+_C._set_internal_source_dirs([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
 _C._configure_runtime(_path, _plugin.create_options(_path) if _path else {}, _error)
 _num_lowered_ops = _C._register()
 

@@ -43,6 +43,10 @@ struct CodeInfo {
   bool generated = false;  // FX-generated code of a compiled graph
 };
 
+// Directories of torch's and torch_tpu's Python packages (set by torch_tpu/__init__.py): a file
+// under them is library code. Prefixes, not substrings: a checkout named torch_tpu holds user code.
+std::vector<std::string> g_internal_dirs;
+
 const CodeInfo& code_info(PyCodeObject* code) {
   static std::unordered_map<PyCodeObject*, CodeInfo> cache;
   auto it = cache.find(code);
@@ -50,8 +54,8 @@ const CodeInfo& code_info(PyCodeObject* code) {
   CodeInfo info;
   info.file = py::cast<std::string>(py::handle(code->co_filename));
   info.generated = info.file.rfind("<eval_with_key>", 0) == 0;
-  info.internal = info.file.find("/torch/") != std::string::npos ||
-                  info.file.find("/torch_tpu/") != std::string::npos || info.file.rfind("<frozen", 0) == 0;
+  info.internal = info.file.rfind("<frozen", 0) == 0;
+  for (const std::string& dir : g_internal_dirs) info.internal = info.internal || info.file.rfind(dir, 0) == 0;
   Py_INCREF(code);
   return cache.emplace(code, std::move(info)).first->second;
 }
@@ -149,6 +153,7 @@ PYBIND11_MODULE(_C, m) {
       .def("begin", &ReplayableGraph::begin)
       .def("end", &ReplayableGraph::end)
       .def("replay", &ReplayableGraph::replay);
+  m.def("_set_internal_source_dirs", [](const std::vector<std::string>& dirs) { g_internal_dirs = dirs; });
   m.def("_set_log_recompiles", &exec::set_recompile_logging);
   m.def("_log_recompiles", &exec::recompile_logging);
   m.def("_graph_size", [] { return exec::graph_size(); });
