@@ -149,7 +149,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
                 results = list(out) if isinstance(out, (list, tuple)) else []
                 outputs = [o for o in results if isinstance(o, torch.Tensor)]
                 # Runs the recorded graph (asynchronously) whether or not it can be replayed.
-                why = replayable.end(tensors, outputs)
+                why = replayable.end(outputs)
             if not why:
                 captured = (others, [_TENSOR if isinstance(o, torch.Tensor) else o for o in results])
             elif _C._log_recompiles():

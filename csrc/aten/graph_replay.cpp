@@ -8,11 +8,6 @@ namespace tpu::aten {
 
 namespace {
 
-template <typename T>
-void put(std::string& k, const T& v) {
-  k.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
 // The distinct storages of `inputs` in order, and the bytes that a captured program depends on:
 // each input's view and storage, and which inputs share a storage. Empty when an input is not a
 // defined tpu tensor (such a graph is never captured).
@@ -22,19 +17,19 @@ std::string layout(const std::vector<at::Tensor>& inputs, std::vector<exec::Stor
     if (!t.defined() || !t.is_privateuseone()) return {};
     exec::Storage* s = storage_of(t);
     auto it = std::find(storages.begin(), storages.end(), s);
-    put(sig, static_cast<int32_t>(it - storages.begin()));
+    exec::append_bytes(sig, static_cast<int32_t>(it - storages.begin()));
     if (it == storages.end()) {
       storages.push_back(s);
-      put(sig, s->nbytes);
-      put(sig, s->device);
-      put(sig, s->defined);
-      put(sig, s->dtype);
+      exec::append_bytes(sig, s->nbytes);
+      exec::append_bytes(sig, s->device);
+      exec::append_bytes(sig, s->defined);
+      exec::append_bytes(sig, s->dtype);
     }
-    put(sig, t.scalar_type());
-    put(sig, static_cast<int64_t>(t.dim()));
-    for (int64_t d : t.sizes()) put(sig, d);
-    for (int64_t d : t.strides()) put(sig, d);
-    put(sig, t.storage_offset());
+    exec::append_bytes(sig, t.scalar_type());
+    exec::append_bytes(sig, static_cast<int64_t>(t.dim()));
+    for (int64_t d : t.sizes()) exec::append_bytes(sig, d);
+    for (int64_t d : t.strides()) exec::append_bytes(sig, d);
+    exec::append_bytes(sig, t.storage_offset());
   }
   return sig;
 }
@@ -45,13 +40,14 @@ constexpr size_t kMaxCaptures = 4;
 
 void ReplayableGraph::begin(const std::vector<at::Tensor>& inputs) {
   std::vector<exec::Storage*> storages;
-  layout(inputs, storages);
+  recording_layout_ = layout(inputs, storages);
   exec::begin_capture(storages);
 }
 
-std::string ReplayableGraph::end(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
-  std::vector<exec::Storage*> in_storages, out_storages;
-  std::string sig = layout(inputs, in_storages);
+std::string ReplayableGraph::end(const std::vector<at::Tensor>& outputs) {
+  std::vector<exec::Storage*> out_storages;
+  std::string sig = std::move(recording_layout_);
+  recording_layout_.clear();
   std::string why;
   for (const at::Tensor& t : outputs) {
     if (!t.defined() || !t.is_privateuseone()) {

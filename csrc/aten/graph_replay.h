@@ -18,8 +18,9 @@ class ReplayableGraph {
  public:
   // Before recording the graph on `inputs`.
   void begin(const std::vector<at::Tensor>& inputs);
-  // After recording: "" when the graph was captured, otherwise why it records on every call.
-  std::string end(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs);
+  // After recording (on the inputs given to begin): "" when the graph was captured, otherwise
+  // why it records on every call.
+  std::string end(const std::vector<at::Tensor>& outputs);
   // The graph's outputs, or nullopt when nothing is captured for inputs laid out like these.
   std::optional<std::vector<at::Tensor>> replay(const std::vector<at::Tensor>& inputs);
 
@@ -35,6 +36,7 @@ class ReplayableGraph {
     std::shared_ptr<exec::CapturedGraph> graph;
     std::vector<Output> outputs;
   };
+  std::string recording_layout_;  // of the inputs given to begin
   // One per input layout seen (e.g. views at different offsets), most recent first.
   std::vector<Capture> captures_;
 };

@@ -88,11 +88,6 @@ void note_captured_run(const std::vector<Node>& nodes, const CompiledOpPtr& prog
   for (size_t k = 0; k < live.size(); ++k) g.live_dtype.push_back(program->plan.new_outputs[k].dtype);
 }
 
-template <typename T>
-void put(std::string& k, const T& v) {
-  k.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
 std::vector<int> unique_written_storages(const OpCall& call) {
   std::vector<int> out;
   for (int v : call.written_views) {
@@ -100,6 +95,21 @@ std::vector<int> unique_written_storages(const OpCall& call) {
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }
   return out;
+}
+
+// Launches a fused program (asynchronously) and queues its runtime-check flags; returns the
+// buffers of its live values (the outputs before the flags).
+std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program, const std::vector<PJRT_Buffer*>& args, int device,
+                                        size_t num_aliases, const std::vector<int64_t>& non_donatable) {
+  counters().donated_buffers += num_aliases - non_donatable.size();
+  std::vector<runtime::BufferPtr> outs = program.executable->execute(args, client().device(device), non_donatable);
+  counters().executions++;
+  const size_t first_check = outs.size() - program.layout.check_messages.size();
+  if (first_check > 0) track(outs[0]);
+  queue_checks(program.layout.check_messages,
+               std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
+  outs.resize(first_check);
+  return outs;
 }
 
 void run_graph(Graph& g) {
@@ -119,7 +129,7 @@ void run_graph(Graph& g) {
   std::unordered_map<const runtime::Buffer*, long> graph_holds;  // references held by nodes
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
-    put(key, static_cast<uint32_t>(node.key.size()));
+    append_bytes(key, static_cast<uint32_t>(node.key.size()));
     key += node.key;
     const size_t structure_start = key.size();
     std::vector<bool> needed = storages_read(node.call);
@@ -136,11 +146,11 @@ void run_graph(Graph& g) {
         p = it->second;
       }
       source_param[n].push_back(p);
-      put(key, static_cast<int32_t>(needed[s] ? p : -2));
-      put(key, static_cast<int32_t>(src.node));
-      put(key, static_cast<int32_t>(src.output));
+      append_bytes(key, static_cast<int32_t>(needed[s] ? p : -2));
+      append_bytes(key, static_cast<int32_t>(src.node));
+      append_bytes(key, static_cast<int32_t>(src.output));
     }
-    for (const auto& w : node.outputs) put(key, static_cast<uint8_t>(!w.expired()));
+    for (const auto& w : node.outputs) append_bytes(key, static_cast<uint8_t>(!w.expired()));
     structure_at.emplace_back(structure_start, key.size());
   }
 
@@ -160,8 +170,8 @@ void run_graph(Graph& g) {
         std::any_of(aliases.begin(), aliases.end(), [&](const auto& a) { return a.first == it->second; }))
       continue;
     aliases.emplace_back(it->second, static_cast<int>(k));
-    put(alias_bytes, static_cast<int32_t>(it->second));
-    put(alias_bytes, static_cast<int32_t>(k));
+    append_bytes(alias_bytes, static_cast<int32_t>(it->second));
+    append_bytes(alias_bytes, static_cast<int32_t>(k));
   }
   key += alias_bytes;
 
@@ -237,7 +247,7 @@ void run_graph(Graph& g) {
         pkey.clear();
         break;
       }
-      put(pkey, static_cast<uint32_t>(node_pkey.size()));
+      append_bytes(pkey, static_cast<uint32_t>(node_pkey.size()));
       pkey += node_pkey;
       pkey.append(key, structure_at[n].first, structure_at[n].second - structure_at[n].first);
     }
@@ -269,16 +279,8 @@ void run_graph(Graph& g) {
   std::vector<int64_t> non_donatable;
   for (const auto& [param, output] : aliases)
     if (params[param].use_count() > 2 + graph_holds[params[param].get()]) non_donatable.push_back(param);
-  counters().donated_buffers += aliases.size() - non_donatable.size();
-  std::vector<runtime::BufferPtr> outs =
-      program->executable->execute(args, client().device(device), non_donatable);
-  counters().executions++;
-  size_t num_checks = program->layout.check_messages.size();
-  size_t first_check = outs.size() - num_checks;
-  for (size_t k = 0; k < live.size() && k < first_check; ++k) live[k]->buffer = outs[k];
-  if (first_check > 0) track(outs[0]);
-  queue_checks(program->layout.check_messages,
-               std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
+  std::vector<runtime::BufferPtr> outs = launch_program(*program, args, device, aliases.size(), non_donatable);
+  for (size_t k = 0; k < live.size() && k < outs.size(); ++k) live[k]->buffer = outs[k];
   if (g_capture.active) note_captured_run(nodes, program, params, keep, aliases, live, device);
 }
 
@@ -454,20 +456,14 @@ std::vector<runtime::BufferPtr> replay(const CapturedGraph& g, const std::vector
   std::vector<int64_t> non_donatable;
   for (const auto& [param, live] : g.aliases)
     if (params[param].use_count() > 2) non_donatable.push_back(param);
-  counters().donated_buffers += g.aliases.size() - non_donatable.size();
   g.program->uses++;
-  std::vector<runtime::BufferPtr> outs = g.program->executable->execute(args, client().device(g.device), non_donatable);
-  counters().executions++;
+  std::vector<runtime::BufferPtr> outs = launch_program(*g.program, args, g.device, g.aliases.size(), non_donatable);
   counters().graph_replays++;
-  const size_t first_check = outs.size() - g.program->layout.check_messages.size();
   std::vector<runtime::BufferPtr> live(g.live_input.size());
   for (size_t k = 0; k < live.size(); ++k) {
     if (g.live_input[k] >= 0) inputs[g.live_input[k]]->set_buffer(outs[k], g.live_dtype[k]);
     else live[k] = outs[k];
   }
-  if (first_check > 0) track(outs[0]);
-  queue_checks(g.program->layout.check_messages,
-               std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
   return live;
 }
 

@@ -68,6 +68,12 @@ struct OutputPlan {
   std::vector<int> return_counts;       // new outputs per non-aliasing return (lists > 1)
 };
 
+// Appends the bytes of `v` to a key (op, graph and layout keys are compact bytes, not text).
+template <typename T>
+void append_bytes(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
 // Dtype that the storage holds (or will hold once first written through `view`).
 ir::DType storage_dtype(const OpCall& call, int storage);
 int64_t storage_numel(const OpCall& call, int storage);
