@@ -3,6 +3,9 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/linspace.h>
+#include <ATen/ops/logspace.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/unfold_native.h>
@@ -166,6 +169,26 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   return to_cpu(self).item();
 }
 
+// out= forms of the range factories: the functional op in the out tensor's dtype, then resized
+// into it (their schemas differ from the functional ones, so register.cpp cannot pair them).
+at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+
+at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
+  return into(out, at::arange(start, end, step, out.options()));
+}
+
+at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, at::Tensor& out) {
+  return into(out, at::linspace(start, end, steps, out.options()));
+}
+
+at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, double base,
+                         at::Tensor& out) {
+  return into(out, at::logspace(start, end, steps, base, out.options()));
+}
+
 }  // namespace
 
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) { grow_storage(storage, nbytes); }
@@ -186,6 +209,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("arange.start_out", TORCH_FN(arange_out));
+  m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("logspace.out", TORCH_FN(logspace_out));
 }
 
 }  // namespace tpu::aten

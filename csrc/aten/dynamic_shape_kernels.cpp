@@ -1,6 +1,7 @@
 // Ops whose output size depends on data: the size is read on the host first (a sync, as on
 // CUDA), then a program specialised to that size computes the values.
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/index.h>
@@ -40,9 +41,19 @@ bool has_mask(const c10::List<std::optional<at::Tensor>>& indices) {
 
 namespace {
 
-at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+at::Tensor masked_select_kernel(const at::Tensor& self, const at::Tensor& mask) {
   auto [s, m] = at::expand_outplace(self, mask);
-  return at::index(*s, c10::List<std::optional<at::Tensor>>({std::optional<at::Tensor>(*m)}));
+  // Indexing a 0-d tensor with a 0-d mask would give a 0-d result; masked_select is always 1-d.
+  at::Tensor values = s->dim() == 0 ? s->reshape({1}) : *s;
+  at::Tensor where = m->dim() == 0 ? m->reshape({1}) : *m;
+  return at::index(values, c10::List<std::optional<at::Tensor>>({std::optional<at::Tensor>(where)}));
+}
+
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  at::Tensor result = masked_select_kernel(self, mask);
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
 }
 
 bool equal(const at::Tensor& self, const at::Tensor& other) {
@@ -54,7 +65,8 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", TORCH_FN(nonzero_kernel));
-  m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("masked_select", TORCH_FN(masked_select_kernel));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("equal", TORCH_FN(equal));
 }
 

@@ -72,7 +72,19 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
     ctx.args.push_back(std::move(a));
   }
 
-  std::vector<ir::Value> results = call.lowering->fn(ctx);
+  // An op whose every result is empty computes nothing; skipping its lowering keeps the degenerate
+  // shapes (a gather with an empty index of another rank, a take from an empty tensor) from ever
+  // reaching XLA, whose shape checks reject some of them.
+  const bool all_empty =
+      !plan.result_types.empty() &&
+      std::all_of(plan.result_types.begin(), plan.result_types.end(),
+                  [](const ir::Type& t) { return t.numel() == 0; });
+  std::vector<ir::Value> results;
+  if (all_empty) {
+    for (const ir::Type& t : plan.result_types) results.push_back(hlo::full(b, t, 0));
+  } else {
+    results = call.lowering->fn(ctx);
+  }
   if (results.size() != plan.result_types.size())
     throw std::runtime_error("torch_tpu internal error: lowering of " + call.op_name + " returned " +
                              std::to_string(results.size()) + " values, expected " +

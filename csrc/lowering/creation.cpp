@@ -38,16 +38,49 @@ std::vector<Value> lower_linspace(Ctx& c) {
   int64_t steps = c.int_arg(2);
   DType ct = ir::is_floating(out.dtype) || ir::is_complex(out.dtype) ? (out.dtype == DType::F64 ? DType::F64 : DType::F32) : DType::F64;
   ir::Type t{ct, out.shape};
-  Value start = operand(c, 0, ct, out.shape), end = operand(c, 1, ct, out.shape);
+  // Integer outputs: CPU rounds start and end to the output dtype first, then steps in double and
+  // truncates each value (the final convert).
+  auto endpoint = [&](int i) {
+    if (ir::is_floating(out.dtype) || ir::is_complex(out.dtype)) return operand(c, i, ct, out.shape);
+    return hlo::convert(c.b, operand(c, i, out.dtype, out.shape), ct);
+  };
+  Value start = endpoint(0), end = endpoint(1);
   if (steps <= 1) return {hlo::convert(c.b, start, out.dtype)};
-  Value step = hlo::div(c.b, hlo::sub(c.b, end, start), hlo::full(c.b, t, static_cast<double>(steps - 1)));
+  // XLA turns a division by a constant into a multiplication by its reciprocal, which is not
+  // exact ((1 - 50) / 49 comes out as -0.9999999999999999, and integer outputs then truncate a
+  // whole unit away); one residual correction restores the correctly rounded quotient.
+  Value span = hlo::sub(c.b, end, start), count = hlo::full(c.b, t, static_cast<double>(steps - 1));
+  Value step = hlo::div(c.b, span, count);
+  step = hlo::add(c.b, step, hlo::div(c.b, hlo::sub(c.b, span, hlo::mul(c.b, step, count)), count));
   Value i = hlo::iota(c.b, t, 0);
   Value from_start = hlo::add(c.b, start, hlo::mul(c.b, step, i));
   Value from_end = hlo::sub(c.b, end, hlo::mul(c.b, step, hlo::sub(c.b, hlo::full(c.b, t, static_cast<double>(steps - 1)), i)));
   Value first_half = hlo::compare(c.b, i, hlo::full(c.b, t, static_cast<double>(steps / 2)), "LT");
   Value v = hlo::select(c.b, first_half, from_start, from_end);
-  if (!ir::is_floating(out.dtype)) v = hlo::unary(c.b, "stablehlo.floor", v);  // CPU truncates toward -inf? see test
   return {hlo::convert(c.b, v, out.dtype)};
+}
+
+// logspace(start, end, steps, base): base ** linspace(start, end, steps), each half counted from
+// its own end as linspace does. CPU first rounds start and end to the output dtype, then works in
+// double for floating outputs and in float for integer ones.
+std::vector<Value> lower_logspace(Ctx& c) {
+  const ir::Type& out = c.out();
+  int64_t steps = c.int_arg(2);
+  DType ct = ir::is_floating(out.dtype) ? DType::F64 : DType::F32;
+  ir::Type t{ct, out.shape};
+  auto rounded = [&](int i) { return hlo::convert(c.b, operand(c, i, out.dtype, out.shape), ct); };
+  Value start = rounded(0), end = rounded(1), base = operand(c, 3, ct, out.shape);
+  Value exponent = start;
+  if (steps > 1) {
+    Value last = hlo::full(c.b, t, static_cast<double>(steps - 1));
+    Value step = hlo::div(c.b, hlo::sub(c.b, end, start), last);
+    Value i = hlo::iota(c.b, t, 0);
+    Value from_start = hlo::add(c.b, start, hlo::mul(c.b, step, i));
+    Value from_end = hlo::sub(c.b, end, hlo::mul(c.b, step, hlo::sub(c.b, last, i)));
+    Value first_half = hlo::compare(c.b, i, hlo::full(c.b, t, static_cast<double>(steps / 2)), "LT");
+    exponent = hlo::select(c.b, first_half, from_start, from_end);
+  }
+  return {hlo::convert(c.b, hlo::binary(c.b, "stablehlo.power", base, exponent), out.dtype)};
 }
 
 // eye(n) / eye.m(n, m): ones where row == column (the shape came from meta).
@@ -73,5 +106,9 @@ TPU_LOWERING("aten::linspace", lower_linspace);
 TPU_LOWERING("aten::linspace.Tensor_Tensor", lower_linspace);
 TPU_LOWERING("aten::linspace.Tensor_Scalar", lower_linspace);
 TPU_LOWERING("aten::linspace.Scalar_Tensor", lower_linspace);
+TPU_LOWERING("aten::logspace", lower_logspace);
+TPU_LOWERING("aten::logspace.Tensor_Tensor", lower_logspace);
+TPU_LOWERING("aten::logspace.Tensor_Scalar", lower_logspace);
+TPU_LOWERING("aten::logspace.Scalar_Tensor", lower_logspace);
 
 }  // namespace tpu::lowering

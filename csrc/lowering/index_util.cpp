@@ -91,6 +91,39 @@ Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& 
   return scatter(b, operand, ind, updates, d, combine);
 }
 
+namespace {
+
+std::vector<int64_t> range(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+Value gather_elements(Builder& b, const Value& self, const Value& index, int64_t dim) {
+  const int64_t r = self.rank();
+  Value coords = element_coords(b, index, dim, self.shape()[dim]);
+  GatherDims d;
+  d.collapsed_slice_dims = range(r);
+  d.start_index_map = range(r);
+  d.index_vector_dim = r;
+  d.slice_sizes = std::vector<int64_t>(r, 1);
+  return gather(b, self, coords, d);
+}
+
+Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim,
+                       const Value& updates, const std::string& combine) {
+  if (index.type.numel() == 0) return self;
+  const int64_t r = self.rank();
+  Value coords = element_coords(b, index, dim, self.shape()[dim]);
+  ScatterDims d;
+  d.inserted_window_dims = range(r);
+  d.scatter_dims_to_operand_dims = range(r);
+  d.index_vector_dim = r;
+  return scatter(b, self, coords, updates, d, combine);
+}
+
 void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negative,
                       const std::string& message) {
   if (index.type.numel() == 0) return;

@@ -46,6 +46,12 @@ Value wrap_index(Builder& b, const Value& index, int64_t size);
 // p[dim] replaced by index[p].
 Value element_coords(Builder& b, const Value& index, int64_t dim, int64_t dim_size);
 
+// torch.gather / torch.scatter along `dim`: out[p] = self[p with p[dim] = index[p]], and the
+// scatter of `updates` (the index's shape) to those positions, combined as in `scatter`.
+Value gather_elements(Builder& b, const Value& self, const Value& index, int64_t dim);
+Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim,
+                       const Value& updates, const std::string& combine);
+
 // `v` reshaped to rank 1 when it is 0-d (gather/scatter along dim 0 of a 0-d tensor).
 Value at_least_1d(Builder& b, const Value& v);
 

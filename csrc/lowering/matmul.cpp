@@ -114,10 +114,29 @@ std::vector<Value> lower_baddbmm(Ctx& c) {
   return {add_form(c, 0, 3, 4, p)};
 }
 
-// addbmm(self, batch1, batch2, *, beta, alpha): the batch is summed with the inner dimension.
+// addbmm(self, batch1, batch2, *, beta, alpha). CPU runs one addmm_ per batch entry into the
+// result, rounding to the result dtype after each (bf16 loses a bit per batch entry); short
+// floating batches do the same. Otherwise the batch is summed with the inner dimension.
 std::vector<Value> lower_addbmm(Ctx& c) {
-  Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {0, 2}, {0, 1}, c.out().dtype);
-  return {add_form(c, 0, 3, 4, p)};
+  const DType out = c.out().dtype;
+  const int64_t batches = c.tensor(1).shape()[0];
+  if (!ir::is_floating(out) || batches == 0 || batches > 64) {
+    Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {0, 2}, {0, 1}, out);
+    return {add_form(c, 0, 3, 4, p)};
+  }
+  Value per_batch = product(c, c.tensor(1), c.tensor(2), {0}, {0}, {2}, {1}, out);
+  const ir::Shape& ps = per_batch.shape();
+  auto entry = [&](int64_t k) {
+    return hlo::reshape(c.b, hlo::slice_dim(c.b, per_batch, 0, k, k + 1), {ps[1], ps[2]});
+  };
+  Value r = add_form(c, 0, 3, 4, entry(0));
+  const DType acc = per_batch.dtype();
+  for (int64_t k = 1; k < batches; ++k) {
+    Value p = entry(k);
+    if (c.has(4)) p = hlo::mul(c.b, hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(4), acc), p.shape()), p);
+    r = hlo::convert(c.b, hlo::add(c.b, hlo::convert(c.b, r, acc), p), out);
+  }
+  return {r};
 }
 
 // addmv(self, mat, vec, *, beta, alpha)

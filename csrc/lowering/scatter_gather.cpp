@@ -37,35 +37,6 @@ Prepared prepare(Ctx& c, int self_i, int dim_i, int index_i) {
   return p;
 }
 
-std::vector<int64_t> range(int64_t n) {
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < n; ++i) v.push_back(i);
-  return v;
-}
-
-Value gather_elements(ir::Builder& b, const Value& self, const Value& index, int64_t dim) {
-  const int64_t r = self.rank();
-  Value coords = idx::element_coords(b, index, dim, self.shape()[dim]);
-  idx::GatherDims d;
-  d.collapsed_slice_dims = range(r);
-  d.start_index_map = range(r);
-  d.index_vector_dim = r;
-  d.slice_sizes = std::vector<int64_t>(r, 1);
-  return idx::gather(b, self, coords, d);
-}
-
-Value scatter_elements(ir::Builder& b, const Value& self, const Value& index, int64_t dim,
-                       const Value& updates, const std::string& combine) {
-  if (index.type.numel() == 0) return self;
-  const int64_t r = self.rank();
-  Value coords = idx::element_coords(b, index, dim, self.shape()[dim]);
-  idx::ScatterDims d;
-  d.inserted_window_dims = range(r);
-  d.scatter_dims_to_operand_dims = range(r);
-  d.index_vector_dim = r;
-  return idx::scatter(b, self, coords, updates, d, combine);
-}
-
 // `src` cut down to the index's shape (scatter reads only src[:index.shape]), in dtype `t`.
 Value src_for(Ctx& c, int src_i, const Value& index, DType t) {
   Value src = hlo::convert(c.b, c.tensor(src_i), t);
@@ -79,21 +50,21 @@ Value finish(Ctx& c, const Value& v) { return hlo::reshape(c.b, v, c.out().shape
 // gather(self, dim, index, *, sparse_grad)
 std::vector<Value> lower_gather(Ctx& c) {
   Prepared p = prepare(c, 0, 1, 2);
-  return {finish(c, gather_elements(c.b, p.self, p.index, p.dim))};
+  return {finish(c, idx::gather_elements(c.b, p.self, p.index, p.dim))};
 }
 
 // scatter.src(self, dim, index, src) / scatter.value(self, dim, index, value)
 std::vector<Value> lower_scatter(Ctx& c) {
   Prepared p = prepare(c, 0, 1, 2);
   Value upd = src_for(c, 3, p.index, p.self.dtype());
-  return {finish(c, scatter_elements(c.b, p.self, p.index, p.dim, upd, ""))};
+  return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, ""))};
 }
 
 // scatter_add(self, dim, index, src)
 std::vector<Value> lower_scatter_add(Ctx& c) {
   Prepared p = prepare(c, 0, 1, 2);
   Value upd = src_for(c, 3, p.index, p.self.dtype());
-  return {finish(c, scatter_elements(c.b, p.self, p.index, p.dim, upd, idx::add_op(p.self.dtype())))};
+  return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, idx::add_op(p.self.dtype())))};
 }
 
 // scatter.reduce(self, dim, index, src, *, reduce) with reduce "add" or "multiply"
@@ -106,7 +77,7 @@ std::vector<Value> lower_scatter_reduce_legacy(Ctx& c) {
   if (reduce == "add") op = idx::add_op(p.self.dtype());
   else if (reduce == "multiply") op = idx::mul_op(p.self.dtype());
   else throw std::invalid_argument("reduce argument must be either add or multiply, got " + reduce);
-  return {finish(c, scatter_elements(c.b, p.self, p.index, p.dim, upd, op))};
+  return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, op))};
 }
 
 double lowest(DType t) {
@@ -180,11 +151,11 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
   Value self = p.self;
   // Without self, every scattered-to position starts at the reduction's identity (as the CPU
   // kernel does with self.scatter_(dim, index, init)); the others keep self.
-  if (!include_self) self = scatter_elements(c.b, self, p.index, p.dim, identity, "");
-  Value r = scatter_elements(c.b, self, p.index, p.dim, upd, op);
+  if (!include_self) self = idx::scatter_elements(c.b, self, p.index, p.dim, identity, "");
+  Value r = idx::scatter_elements(c.b, self, p.index, p.dim, upd, op);
   if (reduce == "mean") {
     Value counts = hlo::full(c.b, self.type, include_self ? 1 : 0);
-    counts = scatter_elements(c.b, counts, p.index, p.dim, hlo::full(c.b, upd.type, 1), idx::add_op(t));
+    counts = idx::scatter_elements(c.b, counts, p.index, p.dim, hlo::full(c.b, upd.type, 1), idx::add_op(t));
     Value zero = hlo::full(c.b, counts.type, 0);
     counts = hlo::select(c.b, hlo::compare(c.b, counts, zero, "EQ"), hlo::full(c.b, counts.type, 1), counts);
     if (ir::is_floating(t) || ir::is_complex(t)) {
