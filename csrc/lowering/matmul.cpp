@@ -1,6 +1,6 @@
-// Matrix products: mm, bmm, mv, dot, vdot and their add-forms (addmm, baddbmm, addbmm, addmv,
-// addr). linear and matmul are CompositeImplicitAutograd and decompose into these; backward is
-// built from the same ops (mm of transposed views).
+// Matrix products: mm, bmm, mv, dot, vdot, their add-forms (addmm, baddbmm, addbmm, addmv,
+// addr) and the cross product. linear and matmul are CompositeImplicitAutograd and decompose
+// into these; backward is built from the same ops (mm of transposed views).
 //
 // Like PyTorch's CPU kernels, float16/bfloat16 products accumulate in float32 (dot_general with
 // an f32 result) and the add-forms combine beta*self + alpha*product in float32 before a single
@@ -157,6 +157,20 @@ std::vector<Value> lower_addr(Ctx& c) {
   return {add_form(c, 0, 3, 4, p)};
 }
 
+// linalg_cross(self, other, *, dim): the 3-vector cross product along `dim` (both broadcast to
+// the result shape).
+std::vector<Value> lower_linalg_cross(Ctx& c) {
+  const ir::Type& out = c.out();
+  const int dim = static_cast<int>(hlo::wrap_dim(c.int_arg(2), static_cast<int64_t>(out.shape.size())));
+  Value a = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(0), out.dtype), out.shape);
+  Value o = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(1), out.dtype), out.shape);
+  auto at = [&](const Value& v, int64_t k) { return hlo::slice_dim(c.b, v, dim, k, k + 1); };
+  auto term = [&](int64_t i, int64_t j) {
+    return hlo::sub(c.b, hlo::mul(c.b, at(a, i), at(o, j)), hlo::mul(c.b, at(a, j), at(o, i)));
+  };
+  return {hlo::concatenate(c.b, {term(1, 2), term(2, 0), term(0, 1)}, dim)};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::mm", lower_mm);
@@ -169,5 +183,6 @@ TPU_LOWERING("aten::baddbmm", lower_baddbmm);
 TPU_LOWERING("aten::addbmm", lower_addbmm);
 TPU_LOWERING("aten::addmv", lower_addmv);
 TPU_LOWERING("aten::addr", lower_addr);
+TPU_LOWERING("aten::linalg_cross", lower_linalg_cross);
 
 }  // namespace tpu::lowering

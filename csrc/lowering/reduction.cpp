@@ -1,5 +1,5 @@
 // Reductions over dimension lists: sum, mean, prod, amax/amin, max/min (full), all/any,
-// count_nonzero, nansum, logsumexp. The result dtype (int/bool sums -> int64, `dtype=`) comes
+// count_nonzero, nansum, logsumexp, trace. The result dtype (int/bool sums -> int64, `dtype=`) comes
 // from the meta kernels; accumulation follows the CPU kernels (bf16/f16 in float, the input cast
 // to the result dtype first), and the result is reshaped to the meta shape, which covers keepdim.
 #include <cmath>
@@ -135,6 +135,19 @@ std::vector<Value> lower_logsumexp(Ctx& c) {
   return {finish(c, hlo::add(b, hlo::unary(b, "stablehlo.log", s), m))};
 }
 
+// trace(self): the diagonal's sum. CPU accumulates in double for float (and in float for
+// bf16/f16, int64 for integers).
+std::vector<Value> lower_trace(Ctx& c) {
+  Value x = c.tensor(0);
+  DType out = c.out().dtype;
+  DType acc = out == DType::F32 ? DType::F64 : reduce::acc_type(out);
+  Value v = hlo::convert(c.b, hlo::convert(c.b, x, out), acc);
+  ir::Type index{DType::I64, x.shape()};
+  Value diagonal = hlo::compare(c.b, hlo::iota(c.b, index, 0), hlo::iota(c.b, index, 1), "EQ");
+  v = hlo::select(c.b, diagonal, v, hlo::full(c.b, v.type, 0));
+  return {finish(c, reduce::sum(c.b, v, {0, 1}))};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::sum.dim_IntList", lower_sum_dim);
@@ -157,5 +170,6 @@ TPU_LOWERING("aten::all.dims", lower_all_dims);
 TPU_LOWERING("aten::any.dims", lower_any_dims);
 TPU_LOWERING("aten::count_nonzero.dim_IntList", lower_count_nonzero);
 TPU_LOWERING("aten::logsumexp", lower_logsumexp);
+TPU_LOWERING("aten::trace", lower_trace);
 
 }  // namespace tpu::lowering

@@ -79,6 +79,20 @@ double static_p(const Ctx& c, int i, double dflt) {
   return a.d != 0 ? a.d : static_cast<double>(a.i);
 }
 
+// The p-norm over dims of x, already in its accumulation dtype (the result is real).
+Value p_norm(Builder& b, const Value& x, double p, const std::vector<int64_t>& dims) {
+  Value a = abs(b, x);
+  if (p == 0) {
+    Value nz = hlo::compare(b, a, hlo::scalar_like(b, a, 0), "NE");
+    return reduce::sum(b, hlo::convert(b, nz, a.dtype()), dims);
+  }
+  if (std::isinf(p)) return p > 0 ? reduce::max(b, a, dims) : reduce::min(b, a, dims);
+  if (p == 1) return reduce::sum(b, a, dims);
+  if (p == 2) return hlo::unary(b, "stablehlo.sqrt", reduce::sum(b, abs2(b, x), dims));
+  Value s = reduce::sum(b, hlo::binary(b, "stablehlo.power", a, hlo::scalar_like(b, a, p)), dims);
+  return hlo::binary(b, "stablehlo.power", s, hlo::scalar_like(b, s, 1.0 / p));
+}
+
 // The p-norm of x over dims, computed in the accumulation type of the result dtype.
 Value vector_norm(Ctx& c, double p, const std::vector<int64_t>& dims) {
   Builder& b = c.b;
@@ -92,22 +106,7 @@ Value vector_norm(Ctx& c, double p, const std::vector<int64_t>& dims) {
   } else {
     x = hlo::convert(b, hlo::convert(b, x, out), acc);
   }
-  Value a = abs(b, x);  // real, accumulation dtype
-  Value r;
-  if (p == 0) {
-    Value nz = hlo::compare(b, a, hlo::scalar_like(b, a, 0), "NE");
-    r = reduce::sum(b, hlo::convert(b, nz, a.dtype()), dims);
-  } else if (std::isinf(p)) {
-    r = p > 0 ? reduce::max(b, a, dims) : reduce::min(b, a, dims);
-  } else if (p == 1) {
-    r = reduce::sum(b, a, dims);
-  } else if (p == 2) {
-    r = hlo::unary(b, "stablehlo.sqrt", reduce::sum(b, abs2(b, x), dims));
-  } else {
-    Value s = reduce::sum(b, hlo::binary(b, "stablehlo.power", a, hlo::scalar_like(b, a, p)), dims);
-    r = hlo::binary(b, "stablehlo.power", s, hlo::scalar_like(b, s, 1.0 / p));
-  }
-  return hlo::reshape(b, hlo::convert(b, r, out), c.out().shape);
+  return hlo::reshape(b, hlo::convert(b, p_norm(b, x, p, dims), out), c.out().shape);
 }
 
 // linalg_vector_norm(self, ord, dim?, keepdim, *, dtype)
@@ -123,6 +122,25 @@ std::vector<Value> lower_norm_all(Ctx& c) {
   return {vector_norm(c, static_p(c, 1, 2), reduce::dims_or_all({}, c.tensor(0).rank()))};
 }
 
+// renorm(self, p, dim, maxnorm): every slice along `dim` whose p-norm (over the other dims, in
+// float for bf16/f16) exceeds maxnorm is scaled by maxnorm / (norm + 1e-7), as CPU's kernel does;
+// the factor is rounded to the input dtype before the product.
+std::vector<Value> lower_renorm(Ctx& c) {
+  Builder& b = c.b;
+  Value x = c.tensor(0);
+  const DType t = x.dtype(), acc = reduce::acc_type(t);
+  const int64_t dim = hlo::wrap_dim(c.int_arg(2), x.rank());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (d != dim) dims.push_back(d);
+  Value norm = p_norm(b, hlo::convert(b, x, acc), static_p(c, 1, 2), dims);
+  Value maxnorm = hlo::broadcast_to(b, hlo::convert(b, c.tensor(3), acc), norm.shape());
+  Value scale = hlo::div(b, maxnorm, hlo::add(b, norm, hlo::scalar_like(b, norm, 1e-7)));
+  Value factor = hlo::select(b, hlo::compare(b, norm, maxnorm, "GT"), scale, hlo::scalar_like(b, norm, 1));
+  factor = hlo::broadcast_in_dim(b, hlo::convert(b, factor, t), x.shape(), {dim});
+  return {hlo::mul(b, x, factor)};
+}
+
 constexpr uint32_t kStaticP = 1u << 1;
 
 }  // namespace
@@ -136,5 +154,6 @@ TPU_LOWERING("aten::norm.ScalarOpt_dim", lower_norm_dim, kStaticP);
 TPU_LOWERING("aten::norm.ScalarOpt_dim_dtype", lower_norm_dim, kStaticP);
 TPU_LOWERING("aten::norm.Scalar", lower_norm_all, kStaticP);
 TPU_LOWERING("aten::norm.ScalarOpt_dtype", lower_norm_all, kStaticP);
+TPU_LOWERING("aten::renorm", lower_renorm, kStaticP);
 
 }  // namespace tpu::lowering
