@@ -1,5 +1,5 @@
 // Indexing by integer tensors: index_select, index.Tensor (advanced indexing), index_put,
-// index_add, index_copy, index_fill, take, put, masked_scatter.
+// index_add, index_copy, index_fill, index_reduce, take, put, masked_scatter.
 //
 // Boolean masks never reach these lowerings: the glue turns them into long indices first.
 // Negative indices wrap as in Python; out-of-range indices are PyTorch errors raised before
@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "lowering/index_util.h"
+#include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
 namespace tpu::lowering {
@@ -308,6 +309,53 @@ std::vector<Value> lower_index_add(Ctx& c) {
   return {index_scatter(c, self, dim, c.tensor(2), src, idx::add_op(t), false)};
 }
 
+// index_reduce(self, dim, index, source, reduce, *, include_self): source rows combined into the
+// rows of self that index names, by prod / mean / amax / amin. Without include_self those rows
+// start from the reduction's identity instead of self. mean divides by the number of values
+// combined (self counted when included; integers floor-divide, as CPU does).
+std::vector<Value> lower_index_reduce(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const Value& index = c.tensor(2);
+  const int64_t dim = hlo::wrap_dim(c.int_arg(1), std::max<int64_t>(self.rank(), 1));
+  const DType t = self.dtype();
+  const std::string& reduce = c.arg(4).s;
+  const bool include_self = c.bool_arg(5);
+  const std::string prefix = "index_reduce(): ";
+  Value src = hlo::convert(c.b, c.tensor(3), t);
+  std::string combine = reduce == "prod"   ? idx::mul_op(t)
+                        : reduce == "amax" ? (t == DType::Bool ? "stablehlo.or" : "stablehlo.maximum")
+                        : reduce == "amin" ? (t == DType::Bool ? "stablehlo.and" : "stablehlo.minimum")
+                                           : idx::add_op(t);
+  auto rows_hit = [&](const Value& base, const Value& value, const std::string& how) {
+    return index_scatter(c, base, dim, index, hlo::broadcast_to(c.b, value, src.shape()), how, false, prefix);
+  };
+  Value start = self;
+  if (!include_self) {
+    Value identity = reduce == "prod"   ? hlo::full(c.b, self.type, 1)
+                     : reduce == "amax" ? hlo::broadcast_to(c.b, reduce::lowest(c.b, t), self.shape())
+                     : reduce == "amin" ? hlo::broadcast_to(c.b, reduce::highest(c.b, t), self.shape())
+                                        : hlo::full(c.b, self.type, 0);
+    ir::Type flags{DType::Bool, self.shape()};
+    Value hit = rows_hit(hlo::full(c.b, flags, 0), hlo::full(c.b, ir::Type{DType::Bool, {}}, 1), "");
+    start = hlo::select(c.b, hit, identity, self);
+  }
+  Value r = index_scatter(c, start, dim, index, src, combine, false, prefix);
+  if (reduce != "mean") return {r};
+  ir::Type count_type{t == DType::Bool ? DType::I64 : t, self.shape()};
+  Value counts = rows_hit(hlo::full(c.b, count_type, include_self ? 1 : 0),
+                          hlo::full(c.b, ir::Type{count_type.dtype, {}}, 1), "stablehlo.add");
+  Value one = hlo::full(c.b, count_type, 1);
+  counts = hlo::select(c.b, hlo::compare(c.b, counts, hlo::full(c.b, count_type, 0), "EQ"), one, counts);
+  Value sum = hlo::convert(c.b, r, count_type.dtype);
+  Value q = hlo::div(c.b, sum, counts);
+  if (!ir::is_floating(t)) {
+    // Integer division truncates; floor is one less where the remainder is negative.
+    Value rem = hlo::binary(c.b, "stablehlo.remainder", sum, counts);
+    q = hlo::select(c.b, hlo::compare(c.b, rem, hlo::full(c.b, count_type, 0), "LT"), hlo::sub(c.b, q, one), q);
+  }
+  return {hlo::convert(c.b, q, t)};
+}
+
 // index_copy(self, dim, index, source)
 std::vector<Value> lower_index_copy(Ctx& c) {
   const Value& self = c.tensor(0);
@@ -397,6 +445,7 @@ TPU_LOWERING("aten::_unsafe_index_put", lower_index_put);
 TPU_LOWERING("aten::index_select", lower_index_select);
 TPU_LOWERING("aten::index_add", lower_index_add);
 TPU_LOWERING("aten::index_copy", lower_index_copy);
+TPU_LOWERING("aten::index_reduce", lower_index_reduce);
 TPU_LOWERING("aten::index_fill.int_Scalar", lower_index_fill);
 TPU_LOWERING("aten::index_fill.int_Tensor", lower_index_fill);
 TPU_LOWERING("aten::take", lower_take);
