@@ -79,3 +79,28 @@ def test_seeded_runs_reproduce():
 
     a, b = draw(), draw()
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_logspace_and_range_out_forms(dtype):
+    for start, end, steps, base in [(0, 2, 5, 10.0), (1.5, -3.3, 7, 2.5), (-2, 3, 1, 2.0)]:
+        got = torch.logspace(start, end, steps, base=base, dtype=dtype, device="tpu")
+        assert_same(got, torch.logspace(start, end, steps, base=base, dtype=dtype))
+    for fn in (
+        lambda out: torch.arange(1, 11, 3, out=out),
+        lambda out: torch.linspace(-1, 1, 9, out=out),
+        lambda out: torch.logspace(0, 3, 4, out=out),
+    ):
+        out = torch.empty(0, dtype=dtype, device="tpu")  # resized, as on CPU
+        assert fn(out) is out
+        assert_same(out, fn(torch.empty(0, dtype=dtype)))
+
+
+def test_linspace_integer_steps_are_exact():
+    # XLA turns division by a constant into a multiplication by its reciprocal; integer outputs
+    # truncate, so an inexact step would lose a whole unit.
+    for start, end, steps in [(50, 1, 50), (torch.tensor(50), torch.tensor(1), 50), (3, 100, 98)]:
+        assert_same(
+            torch.linspace(start, end, steps, dtype=torch.int64, device="tpu"),
+            torch.linspace(start, end, steps, dtype=torch.int64),
+        )

@@ -346,3 +346,32 @@ def test_setitem_bool_mask_does_not_sync():
     x[m] = 2.0
     x[m] = x[0, 0]
     assert torch_tpu.metrics.counters()["d2h_transfers"] == before
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_index_reduce(reduce, include_self, dtype):
+    grad = dtype == torch.float32 and reduce in ("prod", "mean")
+    x = make(5, 3, dtype=dtype, requires_grad=grad)
+    src = make(4, 3, dtype=dtype, requires_grad=grad)
+    index = idx(0, 4, 0, 2)  # row 0 twice, rows 1 and 3 untouched
+    check_op(lambda t, i, s: t.index_reduce(0, i, s, reduce, include_self=include_self), x, index, src, grad=grad)
+    check_op(
+        lambda t, i, s: t.index_reduce(1, i, s, reduce, include_self=include_self),
+        noncontiguous(make(3, 5, dtype=dtype)),
+        index,
+        make(3, 4, dtype=dtype),
+    )
+
+
+def test_masked_select_0d_out_and_empty_gather_take():
+    check_op(torch.masked_select, torch.tensor(3.0), torch.tensor(True))
+    check_op(torch.masked_select, torch.tensor(3.0), torch.tensor(False))
+    x, m = make(4, 3), make(4, 3, dtype=torch.bool)
+    out = torch.empty(0, device="tpu")
+    torch.masked_select(x.to("tpu"), m.to("tpu"), out=out)
+    assert torch.equal(out.cpu(), torch.masked_select(x, m))
+    # Ops with only empty results compute nothing (XLA rejects some of these shapes).
+    check_op(lambda t, i: torch.gather(t, 0, i), make(5), torch.zeros(2, 0, dtype=torch.long))
+    check_op(torch.take, torch.zeros(0), torch.zeros(0, dtype=torch.long))

@@ -437,3 +437,12 @@ def test_reductions_in_every_mode(each_mode):
 
     check_op(chain, x, grad=True)
     check_op(lambda t: (t.argmax(1), t.max(0), t.topk(2), t.logsumexp(0)), x.detach())
+
+
+@pytest.mark.parametrize("p", [1, 2, 3.5, float("inf")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_renorm(p, dtype):
+    g = torch.Generator().manual_seed(6)
+    x = (torch.randn(4, 3, 5, generator=g) * 2).to(dtype).requires_grad_(dtype == torch.float32)
+    check_op(lambda t: torch.renorm(t, p, 1, 2.0), x, grad=dtype == torch.float32)
+    check_op(lambda t: torch.renorm(t, p, 0, 0.5), noncontiguous(x.detach()))
