@@ -446,3 +446,24 @@ def test_renorm(p, dtype):
     x = (torch.randn(4, 3, 5, generator=g) * 2).to(dtype).requires_grad_(dtype == torch.float32)
     check_op(lambda t: torch.renorm(t, p, 1, 2.0), x, grad=dtype == torch.float32)
     check_op(lambda t: torch.renorm(t, p, 0, 0.5), noncontiguous(x.detach()))
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+def test_cdist_pdist(p):
+    g = torch.Generator().manual_seed(7)
+    x1 = torch.randn(2, 5, 4, generator=g).requires_grad_()
+    x2 = torch.randn(2, 6, 4, generator=g).requires_grad_()
+    x2_with_tie = torch.cat([x2.detach()[:, :1], x1.detach()[:, :1], x2.detach()[:, 2:]], 1).requires_grad_()
+    grad = p != 0
+    check_op(lambda a, b: torch.cdist(a, b, p=p), x1, x2, grad=grad)
+    check_op(lambda a, b: torch.cdist(a, b, p=p), x1, x2_with_tie, grad=grad)  # a zero distance
+    check_op(lambda a: torch.pdist(a, p=p), x1.detach()[0].clone().requires_grad_(), grad=grad)
+
+
+def test_cdist_matrix_product_form():
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(30, 3, generator=g).requires_grad_()
+    b = torch.randn(4, 3, generator=g).requires_grad_()
+    check_op(torch.cdist, a, b, grad=True)  # over 25 rows: |a|^2 - 2ab + |b|^2 on CPU too
+    check_op(lambda x, y: torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"), a, b, grad=True)
+    check_op(lambda x, y: torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist"), noncontiguous(a.detach()), b.detach())

@@ -1,0 +1,63 @@
+"""The fast, fixed subset of the OpInfo conformance sweep that CI runs (the full sweep is
+`python tools/op_coverage.py --modes strict,fused`, about 20 minutes).
+
+Each entry below runs through the same harness as the sweep (tests/op_conformance.py) in float32
+forward, backward and out=, in strict and fused mode, and must reproduce what
+docs/op_coverage.json records for it: every part recorded `native` is still native (values
+equal CPU's, zero CPU fallbacks). The entries span the op families the coverage targets name."""
+
+import json
+import os
+
+import pytest
+import torch
+from op_conformance import check_entry, entries
+
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "docs", "op_coverage.json")
+
+SUBSET = [
+    # elementwise math, special functions, comparisons
+    "add", "mul", "div.floor_rounding", "pow", "exp", "log1p", "sin", "erfinv", "sigmoid", "where",
+    "clamp", "eq", "isnan",
+    # reductions and scans
+    "sum", "mean", "amax", "var", "nansum", "cumsum", "logcumsumexp", "median", "kthvalue",
+    # shape, indexing, scatter
+    "cat", "permute", "index_add", "index_reduce.amax", "scatter_reduce.sum", "take", "gather",
+    "masked_select", "searchsorted", "histc",
+    # nn
+    "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.layer_norm",
+    "nn.functional.cross_entropy", "nn.functional.batch_norm", "nn.functional.gelu", "softmax",
+    # matrix products and norms
+    "matmul", "baddbmm", "linalg.vector_norm", "linalg.cross", "trace", "einsum",
+    # creation
+    "arange", "linspace", "logspace",
+]
+
+
+def _recorded():
+    with open(RESULTS) as f:
+        return json.load(f)["entries"]
+
+
+RECORDED = _recorded()
+OPS = {e.name + (f".{e.variant_test_name}" if e.variant_test_name else ""): e for e in entries(set(SUBSET))}
+
+
+def test_subset_entries_exist_and_are_recorded():
+    assert set(SUBSET) <= set(OPS), sorted(set(SUBSET) - set(OPS))
+    assert set(SUBSET) <= set(RECORDED), sorted(set(SUBSET) - set(RECORDED))
+
+
+@pytest.mark.parametrize("entry", SUBSET)
+def test_entry_matches_the_coverage_doc(entry):
+    result = check_entry(OPS[entry], dtypes=(torch.float32,), modes=("strict", "fused"), max_samples=4)
+    recorded = RECORDED[entry]["results"]
+    claimed = 0
+    for mode in ("strict", "fused"):
+        for part, rec in recorded.get(mode, {}).get("f32", {}).items():
+            if rec["status"] != "native":
+                continue
+            claimed += 1
+            got = result["results"][mode]["f32"][part]
+            assert got["status"] == "native", (mode, part, got)
+    assert claimed, f"{entry}: the coverage doc records no native float32 part"
