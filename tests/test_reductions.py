@@ -467,3 +467,12 @@ def test_cdist_matrix_product_form():
     check_op(torch.cdist, a, b, grad=True)  # over 25 rows: |a|^2 - 2ab + |b|^2 on CPU too
     check_op(lambda x, y: torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"), a, b, grad=True)
     check_op(lambda x, y: torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist"), noncontiguous(a.detach()), b.detach())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_mode_smallest_most_frequent_last_index(dtype):
+    x = torch.tensor([[1, 2, 2, 3, 3, 0], [5, 5, 1, 1, 0, 7], [4, 4, 4, 2, 2, 2]]).to(dtype)
+    check_op(lambda t: torch.mode(t, 1), x)
+    check_op(lambda t: torch.mode(t, 0, keepdim=True), noncontiguous(x))
+    check_op(torch.mode, torch.tensor([3.0, float("nan"), 1.0, float("nan"), 1.0]))
+    check_op(torch.mode, torch.tensor(2.0))

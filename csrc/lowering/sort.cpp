@@ -1,9 +1,10 @@
 // sort (values and indices, stable, descending), topk, and the order statistics median,
-// nanmedian and kthvalue, as a stablehlo.sort of the values
+// nanmedian, kthvalue and mode, as a stablehlo.sort of the values
 // together with an iota of indices. NaN orders above every number (last ascending, first
 // descending), as in PyTorch's CPU kernels; the sort is always stable, which is a valid result
 // for stable=False too and matches the CPU's order of ties.
 #include "lowering/hlo.h"
+#include "lowering/index_util.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
@@ -131,6 +132,44 @@ std::vector<Value> lower_kthvalue(Ctx& c) {
   return {hlo::reshape(c.b, v, c.out(0).shape), hlo::reshape(c.b, i, c.out(1).shape)};
 }
 
+// mode(self, dim, keepdim) -> (values, indices): the most frequent value along dim (the smallest
+// of equally frequent ones) and the index of its last occurrence, as CPU's kernel finds them: it
+// sorts, then scans the runs of equal values (NaN never equals NaN, so each NaN is its own run).
+std::vector<Value> lower_mode(Ctx& c) {
+  Builder& b = c.b;
+  Value x = c.tensor(0);
+  int64_t dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  if (x.rank() == 0) x = hlo::reshape(b, x, {1});
+  const int64_t n = x.dim(dim);
+  auto [v, i] = sort_with_indices(b, x, dim, false);
+  ir::Type index_type = hlo::with_dtype(v.type, DType::I64);
+  Value k = hlo::iota(b, index_type, dim);
+  auto differs = [&](const Value& shifted, int64_t edge) {
+    Value at_edge = hlo::compare(b, k, hlo::full(b, index_type, static_cast<double>(edge)), "EQ");
+    return hlo::binary(b, "stablehlo.or", at_edge, hlo::compare(b, v, shifted, "NE"));
+  };
+  Value first = hlo::slice_dim(b, v, dim, 0, 1), last = hlo::slice_dim(b, v, dim, n - 1, n);
+  Value starts = differs(hlo::concatenate(b, {first, hlo::slice_dim(b, v, dim, 0, n - 1)}, dim), 0);
+  Value ends = differs(hlo::concatenate(b, {hlo::slice_dim(b, v, dim, 1, n), last}, dim), n - 1);
+  // The position where each element's run started: a running max of the start positions.
+  Value zero = hlo::full(b, index_type, 0);
+  std::vector<int64_t> window(v.rank(), 1);
+  window[dim] = n;
+  std::vector<std::pair<int64_t, int64_t>> padding(v.rank(), {0, 0});
+  padding[dim] = {n - 1, 0};
+  Value run_start = hlo::reduce_window(b, {hlo::select(b, starts, k, zero)}, {hlo::constant(b, DType::I64, 0)}, window,
+                                       {}, padding, {}, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                                         return {hlo::max(rb, a[0], a[1])};
+                                       })[0];
+  Value length = hlo::add(b, hlo::sub(b, k, run_start), hlo::full(b, index_type, 1));
+  Value best = reduce::arg_reduce(b, hlo::select(b, ends, length, zero), dim, true).second;
+  ir::Shape kept = v.shape();
+  kept[dim] = 1;
+  best = hlo::reshape(b, best, kept);
+  Value value = idx::gather_elements(b, v, best, dim), index = idx::gather_elements(b, i, best, dim);
+  return {hlo::reshape(b, value, c.out(0).shape), hlo::reshape(b, index, c.out(1).shape)};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::median", lower_median);
@@ -141,5 +180,6 @@ TPU_LOWERING("aten::kthvalue", lower_kthvalue);
 TPU_LOWERING("aten::sort.stable", lower_sort_stable);
 TPU_LOWERING("aten::sort", lower_sort);
 TPU_LOWERING("aten::topk", lower_topk);
+TPU_LOWERING("aten::mode", lower_mode);
 
 }  // namespace tpu::lowering
