@@ -375,3 +375,10 @@ def test_masked_select_0d_out_and_empty_gather_take():
     # Ops with only empty results compute nothing (XLA rejects some of these shapes).
     check_op(lambda t, i: torch.gather(t, 0, i), make(5), torch.zeros(2, 0, dtype=torch.long))
     check_op(torch.take, torch.zeros(0), torch.zeros(0, dtype=torch.long))
+
+
+@pytest.mark.parametrize("size", [0, 2, 3, 6])
+def test_nonzero_static_truncates_and_fills(size):
+    x = torch.tensor([[0, 1, 0], [2, 0, 3]])
+    check_op(lambda t: torch.nonzero_static(t, size=size, fill_value=-7), x)
+    check_op(lambda t: torch.nonzero_static(t, size=size), noncontiguous(x.float()))
