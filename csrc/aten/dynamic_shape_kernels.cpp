@@ -49,11 +49,19 @@ at::Tensor masked_select_kernel(const at::Tensor& self, const at::Tensor& mask) 
   return at::index(values, c10::List<std::optional<at::Tensor>>({std::optional<at::Tensor>(where)}));
 }
 
-at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
-  at::Tensor result = masked_select_kernel(self, mask);
+at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
   at::native::resize_output(out, result.sizes());
   return out.copy_(result);
+}
+
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  return into(out, masked_select_kernel(self, mask));
+}
+
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type", out.scalar_type());
+  return into(out, nonzero_kernel(self));
 }
 
 bool equal(const at::Tensor& self, const at::Tensor& other) {
@@ -65,6 +73,7 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", TORCH_FN(nonzero_kernel));
+  m.impl("nonzero.out", TORCH_FN(nonzero_out));
   m.impl("masked_select", TORCH_FN(masked_select_kernel));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("equal", TORCH_FN(equal));
