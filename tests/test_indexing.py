@@ -382,3 +382,14 @@ def test_nonzero_static_truncates_and_fills(size):
     x = torch.tensor([[0, 1, 0], [2, 0, 3]])
     check_op(lambda t: torch.nonzero_static(t, size=size, fill_value=-7), x)
     check_op(lambda t: torch.nonzero_static(t, size=size), noncontiguous(x.float()))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_repeat_interleave_tensor_repeats(dtype):
+    check_op(torch.repeat_interleave, torch.tensor([2, 0, 3, 1], dtype=dtype))
+    check_op(torch.repeat_interleave, torch.zeros(0, dtype=dtype))
+    check_op(lambda r: torch.repeat_interleave(r, output_size=6), torch.tensor([2, 0, 3, 1], dtype=dtype))
+    x = make(3, 4, requires_grad=True)
+    check_op(lambda t, r: torch.repeat_interleave(t, r, dim=1), x, torch.tensor([1, 0, 2, 3]), grad=True)
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        torch.repeat_interleave(torch.tensor([2, -1], dtype=dtype, device="tpu"))

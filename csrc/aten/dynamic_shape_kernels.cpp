@@ -64,6 +64,25 @@ at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
   return into(out, nonzero_kernel(self));
 }
 
+// repeat_interleave(repeats, *, output_size): index i repeated repeats[i] times. Without
+// output_size the repeats are read on the host (for the size and CPU's checks).
+at::Tensor repeat_interleave_kernel(const at::Tensor& repeats, std::optional<c10::SymInt> output_size) {
+  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  TORCH_CHECK(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt,
+              "repeats has to be Long or Int tensor");
+  int64_t total = 0;
+  if (output_size) {
+    total = output_size->expect_int();
+  } else {
+    at::Tensor host = to_cpu(repeats).to(at::kLong);
+    TORCH_CHECK(host.numel() == 0 || host.min().item<int64_t>() >= 0, "repeats can not be negative");
+    total = host.sum().item<int64_t>();
+  }
+  ir::DType dtype = repeats.scalar_type() == at::kLong ? ir::DType::I64 : ir::DType::I32;
+  return run_internal("torch_tpu::repeat_interleave", {repeats}, {}, {ir::Type{dtype, {total}}},
+                      repeats.device().index())[0];
+}
+
 bool equal(const at::Tensor& self, const at::Tensor& other) {
   if (self.sizes() != other.sizes()) return false;
   return to_cpu(at::all(at::eq(self, other))).item<bool>();
@@ -77,6 +96,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select", TORCH_FN(masked_select_kernel));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("equal", TORCH_FN(equal));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_kernel));
 }
 
 }  // namespace tpu::aten

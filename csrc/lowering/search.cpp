@@ -1,4 +1,5 @@
-// Searching and counting against a set of values: searchsorted, bucketize, isin, histc.
+// Searching and counting against a set of values: searchsorted, bucketize, isin, histc, and
+// repeat_interleave's positions (a search of the running totals).
 //
 // searchsorted runs PyTorch's own binary search (the same comparisons, so NaN and ties land where
 // CPU puts them), unrolled: the sequence length is static, so ceil(log2(n + 1)) halving steps of
@@ -131,8 +132,25 @@ std::vector<Value> lower_histc(Ctx& c) {
   return {hlo::slice_dim(c.b, hist, 0, 0, bins)};
 }
 
+// torch_tpu::repeat_interleave(repeats) -> the index i at each position j of the result, i.e.
+// the number of running totals of repeats <= j (the result length was read on the host).
+std::vector<Value> lower_repeat_interleave(Ctx& c) {
+  const ir::Type& out = c.out();
+  Value repeats = hlo::convert(c.b, c.tensor(0), DType::I64);
+  const int64_t n = repeats.shape()[0];
+  if (n == 0 || out.numel() == 0) return {hlo::full(c.b, out, 0)};
+  Value totals = hlo::reduce_window(c.b, {repeats}, {hlo::constant(c.b, DType::I64, 0)}, {n}, {}, {{n - 1, 0}}, {},
+                                    [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                                      return {hlo::add(rb, a[0], a[1])};
+                                    })[0];
+  Value positions = hlo::iota(c.b, Type{DType::I64, {1, out.numel()}}, 1);
+  Value index = binary_search(c.b, hlo::reshape(c.b, totals, {1, n}), positions, true);
+  return {hlo::convert(c.b, hlo::reshape(c.b, index, out.shape), out.dtype)};
+}
+
 }  // namespace
 
+TPU_LOWERING("torch_tpu::repeat_interleave", lower_repeat_interleave);
 TPU_LOWERING("aten::searchsorted.Tensor", lower_searchsorted);
 TPU_LOWERING("aten::searchsorted.Scalar", lower_searchsorted);
 TPU_LOWERING("aten::bucketize.Tensor", lower_bucketize);
