@@ -393,3 +393,21 @@ def test_repeat_interleave_tensor_repeats(dtype):
     check_op(lambda t, r: torch.repeat_interleave(t, r, dim=1), x, torch.tensor([1, 0, 2, 3]), grad=True)
     with pytest.raises(RuntimeError, match="repeats can not be negative"):
         torch.repeat_interleave(torch.tensor([2, -1], dtype=dtype, device="tpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_unique_and_unique_consecutive(dtype):
+    x = torch.tensor([[3, 1, 3, 0], [2, 2, 1, 1]]).to(dtype)
+    for fn in (
+        lambda t: torch.unique(t),
+        lambda t: torch.unique(t, return_inverse=True, return_counts=True),
+        lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True),
+        lambda t: torch.unique_consecutive(t),
+    ):
+        check_op(fn, x)
+        check_op(fn, noncontiguous(x))
+        check_op(fn, x[:0])
+    check_op(lambda t: torch.unique(t, return_counts=True), torch.tensor([float("nan"), 1.0, float("nan"), 1.0]))
+    rows = torch.tensor([[1, 1, 2, 2, 1], [0, 0, 3, 3, 0], [0, 0, 3, 3, 0]]).to(dtype)
+    for dim in (0, 1, -1):
+        check_op(lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True, dim=dim), rows)

@@ -83,6 +83,60 @@ at::Tensor repeat_interleave_kernel(const at::Tensor& repeats, std::optional<c10
                       repeats.device().index())[0];
 }
 
+// (values, inverse, counts) of unique / unique_consecutive over all elements, or over the slices
+// along `dim`; inverse and counts are empty when not asked for, as on CPU.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_runs(const at::Tensor& self, bool consecutive,
+                                                           std::optional<int64_t> dim, bool return_inverse,
+                                                           bool return_counts) {
+  c10::DeviceIndex device = self.device().index();
+  at::Tensor rows;
+  if (dim) {
+    int64_t d = c10::maybe_wrap_dim(*dim, self.dim());
+    rows = self.movedim(d, 0);
+    rows = rows.reshape({rows.size(0), rows.numel() / std::max<int64_t>(rows.size(0), 1)});
+  } else {
+    rows = self.reshape({self.numel(), 1});
+  }
+  const char* count_op = consecutive ? "torch_tpu::unique_consecutive_count" : "torch_tpu::unique_count";
+  at::Tensor count_t = run_internal(count_op, {rows}, {}, {ir::Type{ir::DType::I64, {}}}, device)[0];
+  int64_t count = to_cpu(count_t).item<int64_t>();
+  const int64_t n = rows.size(0);
+  std::vector<ir::Type> types = {ir::Type{to_ir(self.scalar_type()), {count, rows.size(1)}},
+                                 ir::Type{ir::DType::I64, {n}}, ir::Type{ir::DType::I64, {count}}};
+  std::vector<at::Tensor> r = run_internal(consecutive ? "torch_tpu::unique_consecutive" : "torch_tpu::unique", {rows}, {},
+                                           types, device);
+  at::Tensor values, inverse;
+  if (dim) {
+    int64_t d = c10::maybe_wrap_dim(*dim, self.dim());
+    std::vector<int64_t> sizes = self.movedim(d, 0).sizes().vec();
+    sizes[0] = count;
+    values = r[0].reshape(sizes).movedim(0, d).contiguous();
+    inverse = r[1];
+  } else {
+    values = r[0].reshape({count});
+    inverse = r[1].reshape(self.sizes());
+  }
+  at::Tensor none = at::empty({0}, self.options().dtype(at::kLong));
+  return {values, return_inverse ? inverse : none, return_counts ? r[2] : none};
+}
+
+// _unique2(self, sorted, return_inverse, return_counts): always sorted (a valid order for
+// sorted=False too).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool, bool return_inverse,
+                                                       bool return_counts) {
+  return unique_runs(self, false, std::nullopt, return_inverse, return_counts);
+}
+
+std::tuple<at::Tensor, at::Tensor> unique1(const at::Tensor& self, bool, bool return_inverse) {
+  auto [values, inverse, counts] = unique_runs(self, false, std::nullopt, return_inverse, false);
+  return {values, inverse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
+                                                                  bool return_counts, std::optional<int64_t> dim) {
+  return unique_runs(self, true, dim, return_inverse, return_counts);
+}
+
 bool equal(const at::Tensor& self, const at::Tensor& other) {
   if (self.sizes() != other.sizes()) return false;
   return to_cpu(at::all(at::eq(self, other))).item<bool>();
@@ -96,6 +150,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select", TORCH_FN(masked_select_kernel));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("equal", TORCH_FN(equal));
+  m.impl("_unique2", TORCH_FN(unique2));
+  m.impl("_unique", TORCH_FN(unique1));
+  m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
   m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_kernel));
 }
 

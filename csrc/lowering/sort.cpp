@@ -7,16 +7,14 @@
 #include "lowering/index_util.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
+#include "lowering/sort_util.h"
 
 namespace tpu::lowering {
-
-namespace {
 
 using ir::Builder;
 using ir::DType;
 using ir::Value;
 
-// (values, indices) of x sorted along dim.
 std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending) {
   Value idx = hlo::iota(b, hlo::with_dtype(x.type, DType::I64), dim);
   if (x.dim(dim) <= 1) return {x, idx};
@@ -40,6 +38,8 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
       "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region_args, less);
   return {r[0], r[1]};
 }
+
+namespace {
 
 std::vector<Value> sort_impl(Ctx& c, int64_t dim_arg, bool descending) {
   Value x = c.tensor(0);
