@@ -2,9 +2,10 @@
 // and _linalg_slogdet.
 //
 // _linalg_solve_ex, _linalg_det and _linalg_slogdet also return the LU and pivots, which their
-// backward formulas reuse. For real inputs PyTorch factors A^T when A is contiguous (a cheaper
-// layout for LAPACK) and its backward solves accordingly (adjoint = !use_A_T); a lowering only
-// sees values, so we always factor A^T for real dtypes: the contiguous case, the common one.
+// backward formulas reuse, so they must factor the same matrix as PyTorch: solve_ex factors A;
+// det and slogdet factor A^T when A is contiguous (a cheaper layout for LAPACK, det(A^T) =
+// det(A)) and their backward solves accordingly (adjoint = !use_A_T). A lowering only sees
+// values, so det and slogdet always factor A^T for real dtypes: the contiguous case.
 #include "lowering/hlo.h"
 #include "lowering/linalg_lu.h"
 #include "lowering/reduce_util.h"
@@ -50,14 +51,14 @@ std::vector<Value> lower_linalg_solve_ex(Ctx& c) {
     s.push_back(1);
     rhs = hlo::reshape(c.b, rhs, s);
   }
-  linalg::LuResult f = linalg::lu_factor(c.b, linalg::mT(c.b, a));
+  linalg::LuResult f = linalg::lu_factor(c.b, a);
   ir::Shape out_shape = c.out(0).shape;
   if (vector_case) out_shape.push_back(1);
   ir::Shape batch = linalg::batch_of(out_shape);
   Value lu = linalg::broadcast_batch(c.b, f.lu, batch);
   Value piv = linalg::broadcast_batch(c.b, f.pivots, batch, 1);
   rhs = linalg::broadcast_batch(c.b, rhs, batch);
-  Value x = linalg::lu_solve(c.b, lu, piv, rhs, left, true);
+  Value x = linalg::lu_solve(c.b, lu, piv, rhs, left, false);
   x = hlo::reshape(c.b, x, c.out(0).shape);
   if (c.bool_arg(3))
     c.require(all_zero(c.b, f.info),
