@@ -97,6 +97,7 @@ const char* kNotPd =
 
 // cholesky(self, upper=False)
 std::vector<Value> lower_cholesky(Ctx& c) {
+  linalg::require_real(c.tensor(0), "cholesky");
   Potrf f = potrf(c.b, c.tensor(0), c.bool_arg(1), Type{DType::I32, linalg::batch_of(c.out().shape)});
   c.require(all_zero(c.b, f.info), kNotPd);
   return {f.factor};
@@ -104,6 +105,7 @@ std::vector<Value> lower_cholesky(Ctx& c) {
 
 // linalg_cholesky_ex(self, *, upper=False, check_errors=False) -> (L, info)
 std::vector<Value> lower_linalg_cholesky_ex(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_cholesky_ex");
   Potrf f = potrf(c.b, c.tensor(0), c.bool_arg(1), c.out(1));
   if (c.bool_arg(2)) c.require(all_zero(c.b, f.info), kNotPd);
   return {f.factor, f.info};
@@ -117,6 +119,7 @@ Value cholesky_solve(ir::Builder& b, const Value& factor, const Value& rhs, bool
 
 // _cholesky_solve_helper(self, A, upper): self is the right-hand side, A the factor.
 std::vector<Value> lower_cholesky_solve_helper(Ctx& c) {
+  linalg::require_real(c.tensor(0), "cholesky_solve_helper");
   ir::Shape batch = linalg::batch_of(c.out().shape);
   Value rhs = linalg::broadcast_batch(c.b, c.tensor(0), batch);
   Value factor = linalg::broadcast_batch(c.b, c.tensor(1), batch);
@@ -125,6 +128,7 @@ std::vector<Value> lower_cholesky_solve_helper(Ctx& c) {
 
 // cholesky_inverse(self, upper=False): (L L^T)^-1 as a Cholesky solve of the identity.
 std::vector<Value> lower_cholesky_inverse(Ctx& c) {
+  linalg::require_real(c.tensor(0), "cholesky_inverse");
   Value factor = c.tensor(0);
   return {cholesky_solve(c.b, factor, linalg::eye(c.b, c.out()), c.bool_arg(1))};
 }

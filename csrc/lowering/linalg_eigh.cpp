@@ -111,6 +111,7 @@ std::vector<Value> rotate(Builder& b, const Value& a, const Value& v, const Valu
 
 // _linalg_eigh(A, UPLO="L", compute_v=True) -> (eigenvalues, eigenvectors)
 std::vector<Value> lower_linalg_eigh(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_eigh");
   Value a = c.tensor(0);
   bool upper = c.arg(1).s == "U";
   bool compute_v = c.bool_arg(2);

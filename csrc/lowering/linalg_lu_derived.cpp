@@ -29,6 +29,7 @@ Value all_zero(ir::Builder& b, const Value& info) {
 
 // linalg_inv_ex(A, *, check_errors=False) -> (inverse, info)
 std::vector<Value> lower_linalg_inv_ex(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_inv_ex");
   Value a = c.tensor(0);
   linalg::LuResult f = linalg::lu_factor(c.b, a);
   Value x = linalg::lu_solve(c.b, f.lu, f.pivots, linalg::eye(c.b, a.type), true, false);
@@ -41,6 +42,7 @@ std::vector<Value> lower_linalg_inv_ex(Ctx& c) {
 
 // _linalg_solve_ex(A, B, *, left=True, check_errors=False) -> (result, LU, pivots, info)
 std::vector<Value> lower_linalg_solve_ex(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_solve_ex");
   Value a = c.tensor(0), rhs = c.tensor(1);
   bool left = c.bool_arg(2);
   // B is a (batch of) vector(s) when 1-d or shaped like A without its last dimension.
@@ -77,6 +79,7 @@ Value pivots_sign(ir::Builder& b, const Value& pivots, DType dtype) {
 
 // _linalg_det(A) -> (result, LU, pivots): det = sign(P) * prod(diag(U)).
 std::vector<Value> lower_linalg_det(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_det");
   Value a = c.tensor(0);
   linalg::LuResult f = linalg::lu_factor(c.b, linalg::mT(c.b, a));
   Value d = linalg::diagonal(c.b, f.lu);
@@ -86,6 +89,7 @@ std::vector<Value> lower_linalg_det(Ctx& c) {
 
 // _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots)
 std::vector<Value> lower_linalg_slogdet(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_slogdet");
   Value a = c.tensor(0);
   linalg::LuResult f = linalg::lu_factor(c.b, linalg::mT(c.b, a));
   Value d = linalg::diagonal(c.b, f.lu);

@@ -148,6 +148,7 @@ using ir::Value;
 
 // linalg_qr(A, mode='reduced') -> (Q, R)
 std::vector<Value> lower_linalg_qr(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_qr");
   Value a = c.tensor(0);
   const std::string& mode = c.arg(1).s;
   int64_t m = a.dim(-2), n = a.dim(-1), k = std::min(m, n);

@@ -95,6 +95,7 @@ Value permute_cols(Builder& b, const Value& x, const Value& order) {
 
 // _linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None) -> (U, S, Vh)
 std::vector<Value> lower_linalg_svd(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_svd");
   Value a = c.tensor(0);
   bool full = c.bool_arg(1);
   bool compute_uv = c.bool_arg(2);

@@ -1,8 +1,16 @@
 #include "lowering/linalg_util.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "lowering/reduce_util.h"
 
 namespace tpu::lowering::linalg {
+
+void require_real(const Value& x, const char* op) {
+  if (ir::is_complex(x.dtype()))
+    throw std::invalid_argument(std::string("torch_tpu: ") + op + " does not support complex tensors on tpu yet");
+}
 
 Value mT(Builder& b, const Value& x) {
   std::vector<int64_t> perm;

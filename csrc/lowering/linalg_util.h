@@ -15,6 +15,9 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
+// Throws for complex inputs: these lowerings transpose where complex needs the adjoint.
+void require_real(const Value& x, const char* op);
+
 // Swaps the last two dimensions (x.mT).
 Value mT(Builder& b, const Value& x);
 // Batched matrix product [..., m, k] @ [..., k, n] (identical batch dimensions), in x's dtype.
