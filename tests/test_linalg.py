@@ -145,3 +145,9 @@ def test_svd(shape):
     torch.testing.assert_close((U.mT @ U).cpu(), eye.expand_as(U.mT @ U), **TOL)
     check_op(torch.linalg.pinv, a, grad=True, **TOL)
     check_op(lambda x: torch.linalg.matrix_norm(x, ord="nuc"), a, grad=True, **TOL)
+
+
+def test_householder_product():
+    a, tau = torch.geqrf(randn(2, 5, 3))
+    check_op(torch.linalg.householder_product, a, tau, **TOL)
+    check_op(torch.linalg.householder_product, noncontiguous(a[0]), tau[0], **TOL)

@@ -169,8 +169,21 @@ std::vector<Value> lower_linalg_qr(Ctx& c) {
   return {q, rr};
 }
 
+// linalg_householder_product(input, tau): the first n columns of H_0 ... H_{k-1}, the
+// reflectors stored below the diagonal of input as geqrf leaves them (orgqr).
+std::vector<Value> lower_linalg_householder_product(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_householder_product");
+  Value a = c.tensor(0), tau = c.tensor(1);
+  if (c.out().numel() == 0) return {hlo::full(c.b, c.out(), 0)};
+  ir::Shape batch = linalg::batch_of(c.out().shape);
+  a = linalg::broadcast_batch(c.b, a, batch);
+  tau = linalg::broadcast_batch(c.b, tau, batch, 1);
+  return {linalg::orgqr(c.b, linalg::Householder{a, tau}, a.dim(-1))};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::linalg_qr", lower_linalg_qr);
+TPU_LOWERING("aten::linalg_householder_product", lower_linalg_householder_product);
 
 }  // namespace tpu::lowering
