@@ -151,3 +151,10 @@ def test_householder_product():
     a, tau = torch.geqrf(randn(2, 5, 3))
     check_op(torch.linalg.householder_product, a, tau, **TOL)
     check_op(torch.linalg.householder_product, noncontiguous(a[0]), tau[0], **TOL)
+
+
+@pytest.mark.parametrize("left,transpose", [(True, False), (False, True)])
+def test_ormqr(left, transpose):
+    a, tau = torch.geqrf(randn(5, 3))
+    c = (randn(5, 2) if left else randn(2, 5)).requires_grad_()
+    check_op(lambda x: torch.ormqr(a, tau, x, left=left, transpose=transpose), c, grad=True, **TOL)

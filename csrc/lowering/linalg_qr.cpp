@@ -143,6 +143,7 @@ Value orgqr(Builder& b, const Householder& f, int64_t cols) {
 
 namespace {
 
+using ir::DType;
 using ir::Shape;
 using ir::Value;
 
@@ -181,9 +182,43 @@ std::vector<Value> lower_linalg_householder_product(Ctx& c) {
   return {linalg::orgqr(c.b, linalg::Householder{a, tau}, a.dim(-1))};
 }
 
+// ormqr(self, input2, input3, left=True, transpose=False): op(Q) C (left) or C op(Q), Q the
+// product of the reflectors in self / tau (input2), applied one by one without forming Q.
+std::vector<Value> lower_ormqr(Ctx& c) {
+  linalg::require_real(c.tensor(0), "ormqr");
+  if (c.out().numel() == 0) return {hlo::full(c.b, c.out(), 0)};
+  ir::Shape batch = linalg::batch_of(c.out().shape);
+  Value a = linalg::broadcast_batch(c.b, c.tensor(0), batch);
+  Value tau = linalg::broadcast_batch(c.b, c.tensor(1), batch, 1);
+  Value x = linalg::broadcast_batch(c.b, c.tensor(2), batch);
+  bool left = c.bool_arg(3), trans = c.bool_arg(4);
+  int64_t k = tau.dim(-1);
+  int r = x.rank();
+  // Q = H_0 ... H_{k-1}: Q C and C Q^T apply the last reflector first.
+  bool backwards = left != trans;
+  auto body = [&, k, r, left, backwards](ir::Builder& rb, const Value& i, const std::vector<Value>& s) {
+    Value cx = s[0], refl = s[1], taus = s[2];
+    Value j = backwards ? hlo::sub(rb, hlo::constant_int(rb, DType::I64, k - 1), i) : i;
+    Value v = linalg::reflector(rb, refl, j);  // [..., nq]
+    Value tau_j = linalg::elem_at(rb, taus, hlo::broadcast_in_dim(rb, j, linalg::batch_of(taus.shape(), 1), {}));
+    std::vector<int64_t> bd;
+    for (int d = 0; d < r - 2; ++d) bd.push_back(d);
+    if (left) {
+      Value w = linalg::vec_mat(rb, v, cx);  // v^T C: [..., n]
+      cx = linalg::rank1_update(rb, cx, tau_j, v, w);
+    } else {
+      Value w = hlo::dot_general(rb, cx, v, bd, bd, {r - 1}, {r - 2}, cx.dtype());  // C v: [..., p]
+      cx = linalg::rank1_update(rb, cx, tau_j, w, v);
+    }
+    return std::vector<Value>{cx, refl, taus};
+  };
+  return {linalg::fori_loop(c.b, k, {x, a, tau}, body)[0]};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::linalg_qr", lower_linalg_qr);
+TPU_LOWERING("aten::ormqr", lower_ormqr);
 TPU_LOWERING("aten::linalg_householder_product", lower_linalg_householder_product);
 
 }  // namespace tpu::lowering
