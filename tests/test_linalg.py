@@ -157,4 +157,4 @@ def test_householder_product():
 def test_ormqr(left, transpose):
     a, tau = torch.geqrf(randn(5, 3))
     c = (randn(5, 2) if left else randn(2, 5)).requires_grad_()
-    check_op(lambda x: torch.ormqr(a, tau, x, left=left, transpose=transpose), c, grad=True, **TOL)
+    check_op(lambda q, t, x: torch.ormqr(q, t, x, left=left, transpose=transpose), a, tau, c, grad=True, **TOL)
