@@ -87,6 +87,37 @@ std::vector<Value> Builder::op_with_region(const std::string& name,
                                            const std::string& attrs,
                                            const std::vector<Type>& region_args,
                                            const RegionBody& body) {
+  std::vector<Region> regions;
+  if (body) regions.push_back(Region{region_args, body});
+  return op_with_regions(name, operands, results, attrs, regions);
+}
+
+// The text of one region, " ({ ^bb0(args): ... stablehlo.return })" without the outer
+// parentheses' closing, written at the current depth.
+std::string Builder::region_text(const Region& region) {
+  std::vector<Value> args;
+  for (const Type& t : region.args) args.push_back(fresh(t));
+  std::vector<std::string> lines;
+  std::vector<std::string>* saved = out_;
+  out_ = &lines;
+  ++depth_;
+  std::vector<Value> rets = region.body(*this, args);
+  emit("\"stablehlo.return\"(" + names(rets) + ") : (" + operand_types(rets) + ") -> ()");
+  --depth_;
+  out_ = saved;
+  std::string head = std::string(2 * depth_ + 2, ' ') + "^bb0(";
+  for (size_t i = 0; i < args.size(); ++i)
+    head += (i ? ", " : "") + names_[args[i].id] + ": " + args[i].type.str();
+  std::string text = "{\n" + head + "):\n";
+  for (const auto& l : lines) text += l + "\n";
+  return text + std::string(2 * depth_, ' ') + "}";
+}
+
+std::vector<Value> Builder::op_with_regions(const std::string& name,
+                                            const std::vector<Value>& operands,
+                                            const std::vector<Type>& results,
+                                            const std::string& attrs,
+                                            const std::vector<Region>& regions) {
   std::vector<Value> outs;
   for (const Type& t : results) outs.push_back(fresh(t));
   std::string lhs;
@@ -98,24 +129,8 @@ std::vector<Value> Builder::op_with_region(const std::string& name,
     for (size_t i = 0; i < outs.size(); ++i) names_[outs[i].id] = pack + "#" + std::to_string(i);
   }
   std::string region;
-  if (body) {
-    std::vector<Value> args;
-    for (const Type& t : region_args) args.push_back(fresh(t));
-    std::vector<std::string> lines;
-    std::vector<std::string>* saved = out_;
-    out_ = &lines;
-    ++depth_;
-    std::vector<Value> rets = body(*this, args);
-    emit("\"stablehlo.return\"(" + names(rets) + ") : (" + operand_types(rets) + ") -> ()");
-    --depth_;
-    out_ = saved;
-    std::string head = std::string(2 * depth_ + 2, ' ') + "^bb0(";
-    for (size_t i = 0; i < args.size(); ++i)
-      head += (i ? ", " : "") + names_[args[i].id] + ": " + args[i].type.str();
-    region = " ({\n" + head + "):\n";
-    for (const auto& l : lines) region += l + "\n";
-    region += std::string(2 * depth_, ' ') + "})";
-  }
+  for (size_t i = 0; i < regions.size(); ++i) region += (i ? ", " : " (") + region_text(regions[i]);
+  if (!regions.empty()) region += ")";
   std::string line = lhs + "\"" + name + "\"(" + names(operands) + ")" + region;
   if (!attrs.empty()) line += " {" + attrs + "}";
   line += " : " + signature(operands, results);

@@ -49,6 +49,14 @@ class Builder {
   std::vector<Value> op_with_region(const std::string& name, const std::vector<Value>& operands,
                                     const std::vector<Type>& results, const std::string& attrs,
                                     const std::vector<Type>& region_args, const RegionBody& body);
+  // As op(), with several regions (stablehlo.while: cond then body; stablehlo.case, ...).
+  struct Region {
+    std::vector<Type> args;
+    RegionBody body;
+  };
+  std::vector<Value> op_with_regions(const std::string& name, const std::vector<Value>& operands,
+                                     const std::vector<Type>& results, const std::string& attrs,
+                                     const std::vector<Region>& regions);
   // Sets the values @main returns.
   void set_results(const std::vector<Value>& results) { results_ = results; }
   const std::vector<Value>& results() const { return results_; }
@@ -63,6 +71,7 @@ class Builder {
   Value fresh(const Type& t);
   std::string names(const std::vector<Value>& vs) const;
   void emit(const std::string& line);
+  std::string region_text(const Region& region);
 
   int next_id_ = 0;
   std::vector<std::string> names_;  // SSA name of each value id

@@ -218,6 +218,31 @@ TEST(IrBuilder, MultiResultOpWithRegion) {
   CHECK_EQ(out[2].as<int64_t>(), twice_ref);
 }
 
+TEST(IrBuilder, WhileWithTwoRegions) {
+  // while (i < 5) { i += 1; x *= 2 }: a two-result op with a condition and a body region.
+  Builder b;
+  Value x = b.param(Type{DType::F32, {3}});
+  Value i0 = hlo::constant_int(b, DType::I64, 0);
+  std::vector<Type> types{i0.type, x.type};
+  Builder::Region cond{types, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                         return {hlo::compare(rb, a[0], hlo::constant_int(rb, DType::I64, 5), "LT")};
+                       }};
+  Builder::Region body{types, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                         return {hlo::add(rb, a[0], hlo::constant_int(rb, DType::I64, 1)),
+                                 hlo::add(rb, a[1], a[1])};
+                       }};
+  std::vector<Value> out = b.op_with_regions("stablehlo.while", {i0, x}, types, "", {cond, body});
+  REQUIRE_EQ(out.size(), size_t{2});
+  b.set_results({out[0], out[1]});
+  std::string text = b.module_text();
+  CHECK(contains(text, "\"stablehlo.while\"(%1, %0) ({"));
+  CHECK(contains(text, "}, {"));
+  auto res = tpu::testing::run(b, {HostArray::of(DType::F32, {3}, std::vector<float>{1.f, -2.f, 0.5f})});
+  REQUIRE_EQ(res.size(), size_t{2});
+  CHECK_EQ(res[0].as<int64_t>(), std::vector<int64_t>{5});
+  CHECK_EQ(res[1].as<float>(), (std::vector<float>{32.f, -64.f, 16.f}));
+}
+
 TEST(IrBuilder, VariadicReduceArgmax) {
   // reduce_multi over (values, indices): a region with four arguments and two results.
   Builder b;

@@ -1,0 +1,159 @@
+"""torch.linalg basics (Cholesky, triangular solves, LU and what is built on it, QR, eigh, SVD)
+compared with LAPACK on the CPU, gradients included, batched and non-contiguous inputs."""
+
+import pytest
+import torch
+from op_check import check_op, noncontiguous
+
+# Every op test runs in each eager mode (strict, debug, fused).
+pytestmark = pytest.mark.usefixtures("each_mode")
+
+# The factorizations round differently from LAPACK (order of operations), by a few ulps of
+# the matrix norm.
+TOL = {"atol": 1e-4, "rtol": 1e-4}
+
+
+def randn(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+
+
+def spd(*shape, dtype=torch.float32):
+    a = randn(*shape, dtype=torch.float64, seed=1)
+    n = shape[-1]
+    return (a @ a.mT + n * torch.eye(n, dtype=torch.float64)).to(dtype)
+
+
+def tri(*shape, upper=False, dtype=torch.float32):
+    a = randn(*shape, dtype=torch.float64, seed=2)
+    n = shape[-1]
+    a = a + 3 * torch.eye(n, dtype=torch.float64)
+    return (a.triu() if upper else a.tril()).to(dtype)
+
+
+@pytest.mark.parametrize("dtype,upper", [(torch.float32, False), (torch.float64, True)])
+def test_cholesky(dtype, upper):
+    a = spd(2, 4, 4, dtype=dtype).requires_grad_()
+    check_op(lambda x: torch.linalg.cholesky(x, upper=upper), a, grad=True, **TOL)
+    check_op(lambda x: torch.cholesky(x, upper=upper), a, grad=True, **TOL)
+
+
+def test_cholesky_ex_info():
+    a = spd(3, 4, 4)
+    a[1, 2, 2] = -100.0  # the leading minor of order 3 is not positive-definite
+    L, info = torch.linalg.cholesky_ex(a.to("tpu"))
+    assert info.cpu().tolist() == torch.linalg.cholesky_ex(a).info.tolist() == [0, 3, 0]
+    with pytest.raises(Exception, match="positive-definite"):
+        torch.linalg.cholesky(a.to("tpu"))
+
+
+def test_cholesky_solve_inverse():
+    L = torch.linalg.cholesky(spd(2, 3, 3)).requires_grad_()
+    b = randn(2, 3, 2).requires_grad_()
+    check_op(torch.cholesky_solve, b, L, grad=True, **TOL)
+    check_op(torch.cholesky_inverse, L[0].detach().requires_grad_(), grad=True, **TOL)
+
+
+@pytest.mark.parametrize("upper,left,unit", [(False, True, False), (True, False, True), (True, True, False)])
+def test_solve_triangular(upper, left, unit):
+    a = tri(2, 3, 3, upper=upper).requires_grad_()
+    b = (randn(2, 3, 4) if left else randn(1, 4, 3)).requires_grad_()
+    check_op(
+        lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unit),
+        a,
+        b,
+        grad=True,
+        **TOL,
+    )
+
+
+def test_triangular_solve():
+    a = tri(3, 3, upper=True).requires_grad_()
+    b = noncontiguous(randn(3, 2)).requires_grad_()
+    check_op(lambda x, y: torch.triangular_solve(x, y, upper=True, transpose=True), b, a, grad=True, **TOL)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 3), (3, 5)])
+def test_lu_factor_and_unpack(shape):
+    a = randn(*shape).requires_grad_()
+    lu, piv = check_op(torch.linalg.lu_factor, a, **TOL)
+    check_op(torch.linalg.lu, a, grad=True, **TOL)
+    check_op(torch.lu_unpack, lu.cpu(), piv.cpu(), **TOL)
+
+
+def test_lu_singular_pivots_and_info():
+    a = torch.tensor([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 5.0, 7.0]])
+    lu, piv, info = torch.linalg.lu_factor_ex(a.to("tpu"))
+    elu, epiv, einfo = torch.linalg.lu_factor_ex(a)
+    torch.testing.assert_close(lu.cpu(), elu)
+    assert piv.cpu().tolist() == epiv.tolist() and info.item() == einfo.item() == 1
+
+
+@pytest.mark.parametrize("left,adjoint", [(True, False), (False, True)])
+def test_lu_solve(left, adjoint):
+    a = randn(2, 4, 4)
+    lu, piv = torch.linalg.lu_factor(a)
+    b = (randn(2, 4, 3) if left else randn(2, 3, 4)).requires_grad_()
+    check_op(
+        lambda l, p, y: torch.linalg.lu_solve(l, p, y, left=left, adjoint=adjoint),
+        lu.requires_grad_(),
+        piv,
+        b,
+        grad=True,
+        **TOL,
+    )
+
+
+def test_inv_solve_det():
+    a = (randn(2, 4, 4) + 2 * torch.eye(4)).requires_grad_()
+    check_op(torch.linalg.inv, a, grad=True, **TOL)
+    check_op(torch.linalg.solve, a, randn(2, 4, 2).requires_grad_(), grad=True, **TOL)
+    check_op(torch.linalg.solve, a, randn(4).requires_grad_(), grad=True, **TOL)
+    check_op(torch.linalg.det, a, grad=True, **TOL)
+    check_op(torch.linalg.slogdet, a, grad=True, **TOL)
+    check_op(lambda x: torch.linalg.matrix_power(x, -2), noncontiguous(randn(3, 3) + 2 * torch.eye(3)), **TOL)
+
+
+@pytest.mark.parametrize("shape,mode", [((5, 3), "reduced"), ((3, 5), "complete"), ((2, 4, 4), "r")])
+def test_qr(shape, mode):
+    a = randn(*shape).requires_grad_(mode != "r")
+    check_op(lambda x: torch.linalg.qr(x, mode=mode), a, grad=mode == "reduced", **TOL)
+
+
+def test_eigh():
+    a = randn(2, 5, 5)
+    a = (a + a.mT).requires_grad_()
+    check_op(lambda x: torch.linalg.eigh(x)[0], a, grad=True, **TOL)
+    # Eigenvectors are unique up to sign: compare |V| and the reconstruction.
+    W, V = torch.linalg.eigh(a.detach().to("tpu"))
+    torch.testing.assert_close(V.abs().cpu(), torch.linalg.eigh(a.detach())[1].abs(), **TOL)
+    torch.testing.assert_close((V @ torch.diag_embed(W) @ V.mT).cpu(), a.detach(), **TOL)
+    check_op(lambda x: torch.linalg.eigvalsh(x, UPLO="U"), randn(4, 4), **TOL)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5)])
+def test_svd(shape):
+    a = randn(*shape).requires_grad_()
+    check_op(torch.linalg.svdvals, a, grad=True, **TOL)
+    U, S, Vh = torch.linalg.svd(a.detach().to("tpu"), full_matrices=True)
+    eU, eS, eVh = torch.linalg.svd(a.detach(), full_matrices=True)
+    k = S.shape[-1]
+    torch.testing.assert_close(U[..., :k].abs().cpu(), eU[..., :k].abs(), **TOL)
+    torch.testing.assert_close(Vh[..., :k, :].abs().cpu(), eVh[..., :k, :].abs(), **TOL)
+    eye = torch.eye(U.shape[-1])
+    torch.testing.assert_close((U.mT @ U).cpu(), eye.expand_as(U.mT @ U), **TOL)
+    check_op(torch.linalg.pinv, a, grad=True, **TOL)
+    check_op(lambda x: torch.linalg.matrix_norm(x, ord="nuc"), a, grad=True, **TOL)
+
+
+def test_householder_product():
+    a, tau = torch.geqrf(randn(2, 5, 3))
+    check_op(torch.linalg.householder_product, a, tau, **TOL)
+    check_op(torch.linalg.householder_product, noncontiguous(a[0]), tau[0], **TOL)
+
+
+@pytest.mark.parametrize("left,transpose", [(True, False), (False, True)])
+def test_ormqr(left, transpose):
+    a, tau = torch.geqrf(randn(5, 3))
+    c = (randn(5, 2) if left else randn(2, 5)).requires_grad_()
+    check_op(lambda q, t, x: torch.ormqr(q, t, x, left=left, transpose=transpose), a, tau, c, grad=True, **TOL)
