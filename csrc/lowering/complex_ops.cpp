@@ -1,5 +1,6 @@
-// Building complex tensors from real ones: torch.complex(real, imag) and torch.polar(abs, angle).
-// Both broadcast their operands to the output's shape (PyTorch's meta kernel computed it).
+// Complex tensors from real ones: torch.complex(real, imag) and torch.polar(abs, angle), which
+// broadcast their operands to the output's shape (PyTorch's meta kernel computed it); and
+// conj_physical.
 #include "lowering/elementwise_util.h"
 #include "lowering/hlo.h"
 #include "lowering/registry.h"
@@ -30,8 +31,20 @@ std::vector<Value> lower_polar(Ctx& c) {
   return {make_complex(c, re, im)};
 }
 
+// conj_physical(self): re - i im, a copy for real dtypes. (conj() itself is a lazy bit that
+// copies and the Conjugate dispatch key resolve through this op.)
+std::vector<Value> lower_conj_physical(Ctx& c) {
+  Value x = hlo::convert(c.b, c.tensor(0), c.out().dtype);
+  if (!ir::is_complex(x.dtype())) return {x};
+  const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  Value re = c.b.op1("stablehlo.real", {x}, part);
+  Value im = c.b.op1("stablehlo.imag", {x}, part);
+  return {make_complex(c, re, hlo::neg(c.b, im))};
+}
+
 }  // namespace
 
+TPU_LOWERING("aten::conj_physical", lower_conj_physical);
 TPU_LOWERING("aten::complex", lower_complex);
 TPU_LOWERING("aten::polar", lower_polar);
 
