@@ -31,9 +31,10 @@ std::vector<Value> lower_polar(Ctx& c) {
   return {make_complex(c, re, im)};
 }
 
-// conj_physical(self): re - i im, a copy for real dtypes. (conj() itself is a lazy bit that
-// copies and the Conjugate dispatch key resolve through this op.)
-std::vector<Value> lower_conj_physical(Ctx& c) {
+// conj_physical.out(self, out): re - i im, a copy for real dtypes. (conj() itself is a lazy
+// bit that copies and the Conjugate dispatch key resolve through this op.) Only the out= form
+// is lowered: the functional conj_physical is CompositeImplicit and keeps its autograd formula.
+std::vector<Value> lower_conj_physical_out(Ctx& c) {
   Value x = hlo::convert(c.b, c.tensor(0), c.out().dtype);
   if (!ir::is_complex(x.dtype())) return {x};
   const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
@@ -44,7 +45,7 @@ std::vector<Value> lower_conj_physical(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::conj_physical", lower_conj_physical);
+TPU_LOWERING("aten::conj_physical.out", lower_conj_physical_out);
 TPU_LOWERING("aten::complex", lower_complex);
 TPU_LOWERING("aten::polar", lower_polar);
 

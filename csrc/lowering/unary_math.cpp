@@ -38,6 +38,23 @@ Value sign_(Builder& b, const Value& x) {
   return hlo::sub(b, pos, hlo::select(b, lt(b, x, 0), one, zero));
 }
 
+// torch.sgn: sign for real inputs, z / |z| (0 at 0) for complex ones.
+Value sgn_(Builder& b, const Value& x) {
+  if (!ir::is_complex(x.dtype())) return sign_(b, x);
+  const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  Value mag = b.op1("stablehlo.abs", {x}, part);
+  Value zero = hlo::full(b, part, 0);
+  Value is_zero = hlo::compare(b, mag, zero, "EQ");
+  auto scaled = [&](const char* component) {
+    Value v = hlo::div(b, b.op1(component, {x}, part), mag);
+    return hlo::select(b, is_zero, zero, v);
+  };
+  return b.op1("stablehlo.complex", {scaled("stablehlo.real"), scaled("stablehlo.imag")}, x.type);
+}
+std::vector<Value> lower_sgn(Ctx& ctx) {
+  return compute_exact(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return sgn_(b, x[0]); }, true);
+}
+
 Value float_or_id(Builder& b, const char* name, const Value& x) {
   return ir::is_floating(x.dtype()) ? op(b, name, x) : x;  // integers are already integral
 }
@@ -206,7 +223,7 @@ std::vector<Value> lower_nan_to_num(Ctx& ctx) {
 TPU_LOWERING("aten::neg", lower_neg);
 TPU_LOWERING("aten::abs", ew::unary_exact<abs_>);
 TPU_LOWERING("aten::sign", ew::unary_exact<sign_>);
-TPU_LOWERING("aten::sgn", ew::unary_exact<sign_>);  // real inputs only
+TPU_LOWERING("aten::sgn", lower_sgn);
 TPU_LOWERING("aten::floor", ew::unary_exact<floor_>);
 TPU_LOWERING("aten::ceil", ew::unary_exact<ceil_>);
 TPU_LOWERING("aten::round", ew::unary_exact<round_>);
