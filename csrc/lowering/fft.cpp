@@ -5,8 +5,11 @@
 // chunks of at most three, which is exact because a multidimensional DFT is separable.
 //
 // Normalisation (PyTorch's fft_norm_mode): 0 none, 1 by 1/sqrt(n), 2 by 1/n, where n is the
-// product of the signal sizes (the output's for c2r). stablehlo IFFT/IRFFT already divide by n
-// while PyTorch's inverse transforms are unnormalised, so the inverse scale is n times PyTorch's.
+// product of the signal sizes (the output's for c2r). stablehlo IFFT/IRFFT divide by n while
+// PyTorch's inverse transforms are unnormalised; dividing and then multiplying back would round
+// twice, so an unnormalised inverse is computed as conj(FFT(conj(x))) (exact conjugations) and
+// PyTorch's scale is applied once. IRFFT serves only c2r by 1/n, where its scale is the one
+// wanted.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -53,23 +56,44 @@ Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, con
   return hlo::transpose(b, r, inverse);
 }
 
-// Complex-to-complex transforms over every dim in `dims`, at most three at a time.
+Value conj(Builder& b, const Value& x) {
+  const Type part{ir::real_type(x.dtype()), x.shape()};
+  Value re = b.op1("stablehlo.real", {x}, part), im = b.op1("stablehlo.imag", {x}, part);
+  return b.op1("stablehlo.complex", {re, hlo::neg(b, im)}, x.type);
+}
+
+// Unnormalised complex-to-complex transforms over every dim in `dims`, at most three at a time.
 Value c2c_over(Builder& b, Value x, const std::vector<int64_t>& dims, bool forward) {
+  if (dims.empty()) return x;
+  if (!forward) return conj(b, c2c_over(b, conj(b, x), dims, true));
   for (size_t start = 0; start < dims.size(); start += kMaxFftRank) {
     std::vector<int64_t> chunk(dims.begin() + start,
                                dims.begin() + std::min(dims.size(), start + kMaxFftRank));
     std::vector<int64_t> lengths;
     for (int64_t d : chunk) lengths.push_back(x.dim(d));
-    x = fft_over(b, x, chunk, forward ? "FFT" : "IFFT", lengths, lengths.back(), x.dtype());
+    x = fft_over(b, x, chunk, "FFT", lengths, lengths.back(), x.dtype());
   }
   return x;
 }
 
-// Applies PyTorch's normalisation for signal size `n` to a transform that stablehlo computed
-// unnormalised (forward) or divided by n (inverse).
-Value normalize(Builder& b, const Value& x, int64_t normalization, double n, bool forward) {
+// Unnormalised one-sided inverse along `dim`: x holds entries 0..size/2 of a Hermitian signal of
+// length `size`. With the full spectrum X (X[k] = conj(x[size-k]) above size/2),
+// sum_k X[k] e^{+2 pi i kn/size} = real(FFT(conj(X))); taking the real part drops the imaginary
+// parts of the DC and Nyquist entries, as PyTorch's c2r does.
+Value c2r_unnormalized(Builder& b, const Value& x, int64_t dim, int64_t size, DType out_dtype) {
+  const int64_t mirrored = size - x.dim(dim);  // entries size/2+1 .. size-1
+  Value spectrum = conj(b, x);
+  if (mirrored > 0) {
+    Value tail = hlo::reverse(b, hlo::slice_dim(b, x, static_cast<int>(dim), 1, 1 + mirrored), {dim});
+    spectrum = hlo::concatenate(b, {spectrum, tail}, dim);
+  }
+  Value r = c2c_over(b, spectrum, {dim}, true);
+  return b.op1("stablehlo.real", {r}, Type{out_dtype, r.shape()});
+}
+
+// Applies PyTorch's normalisation for signal size `n` to an unnormalised transform.
+Value normalize(Builder& b, const Value& x, int64_t normalization, double n) {
   double scale = normalization == 1 ? 1 / std::sqrt(n) : normalization == 2 ? 1 / n : 1;
-  if (!forward) scale *= n;
   if (scale == 1) return x;
   return hlo::mul(b, x, hlo::full(b, x.type, scale));
 }
@@ -89,7 +113,7 @@ std::vector<Value> lower_fft_c2c(Ctx& c) {
   if (dims.empty()) return {x};
   if (out.numel() == 0) return {hlo::full(c.b, out, 0)};
   Value r = c2c_over(c.b, x, dims, forward);
-  return {normalize(c.b, r, c.int_arg(2), signal_size(x.shape(), dims), forward)};
+  return {normalize(c.b, r, c.int_arg(2), signal_size(x.shape(), dims))};
 }
 
 // _fft_r2c(self, dim, normalization, onesided): a real forward transform. One-sided output
@@ -115,7 +139,7 @@ std::vector<Value> lower_fft_r2c(Ctx& c) {
     r = fft_over(b, x, inner, "RFFT", lengths, lengths.back() / 2 + 1, out.dtype);
     r = c2c_over(b, r, outer, true);
   }
-  return {normalize(b, r, c.int_arg(2), n, true)};
+  return {normalize(b, r, c.int_arg(2), n)};
 }
 
 // _fft_c2r(self, dim, normalization, last_dim_size): the inverse of a one-sided transform; the
@@ -135,14 +159,23 @@ std::vector<Value> lower_fft_c2r(Ctx& c) {
     high[last] = half - x.dim(last);
     x = hlo::pad(b, x, hlo::constant(b, x.dtype(), 0), low, high);
   }
-  // IFFT over all but the innermost chunk, then IRFFT over that chunk (holding the last dim).
-  const size_t split = dims.size() > kMaxFftRank ? dims.size() - kMaxFftRank : 0;
-  std::vector<int64_t> inner(dims.begin() + split, dims.end()), outer(dims.begin(), dims.begin() + split);
-  Value r = c2c_over(b, x, outer, false);
-  std::vector<int64_t> lengths;
-  for (int64_t d : inner) lengths.push_back(d == last ? last_size : x.dim(d));
-  r = fft_over(b, r, inner, "IRFFT", lengths, last_size, out.dtype);
-  return {normalize(b, r, c.int_arg(2), signal_size(out.shape, dims), false)};
+  const int64_t normalization = c.int_arg(2);
+  const double n = signal_size(out.shape, dims);
+  if (normalization == 2) {
+    // By 1/n, stablehlo's own scale: IFFT over all but the innermost chunk (which holds the
+    // last dim), then IRFFT over that chunk. Each divides by its own lengths.
+    const size_t split = dims.size() > kMaxFftRank ? dims.size() - kMaxFftRank : 0;
+    std::vector<int64_t> inner(dims.begin() + split, dims.end()), outer(dims.begin(), dims.begin() + split);
+    Value r = normalize(b, c2c_over(b, x, outer, false), 2, signal_size(x.shape(), outer));
+    std::vector<int64_t> lengths;
+    for (int64_t d : inner) lengths.push_back(d == last ? last_size : x.dim(d));
+    return {fft_over(b, r, inner, "IRFFT", lengths, last_size, out.dtype)};
+  }
+  // Inverse c2c over all other dims first, then the one-sided inverse along the last one (the
+  // order PyTorch's c2r uses, which matters for non-Hermitian input).
+  std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
+  Value r = c2r_unnormalized(b, c2c_over(b, x, outer, false), last, last_size, out.dtype);
+  return {normalize(b, r, normalization, n)};
 }
 
 }  // namespace
