@@ -129,3 +129,39 @@ def test_complex_and_polar():
     torch.polar(make((3,), grad=False).abs().to("tpu"), make((3,), grad=False).to("tpu"), out=out)
     a = make((3,), grad=False)
     torch.testing.assert_close(out.cpu(), torch.polar(a.abs(), a))
+
+
+def test_lazy_conj_and_neg_bits():
+    z = torch.complex(make((5,), grad=False), make((5,), grad=False, seed=1))
+    t = z.to("tpu")
+    torch.testing.assert_close(t.conj().cpu(), z.conj())  # copy_ applies the conj bit
+    torch.testing.assert_close(t.conj().resolve_conj().cpu(), z.conj())
+    torch.testing.assert_close(t.conj().imag.cpu(), z.conj().imag)  # a neg-bit view
+    torch.testing.assert_close(t.conj().imag.resolve_neg().cpu(), -z.imag)
+    w = torch.zeros_like(t)
+    w.conj().copy_(t)  # writing through a conj view stores conjugated values
+    torch.testing.assert_close(w.cpu(), z.conj())
+    out = torch.empty_like(t)
+    torch.conj_physical(t, out=out)
+    torch.testing.assert_close(out.cpu(), z.conj())
+    check_op(lambda v: torch.view_as_real(torch.conj_physical(v)), z.clone().requires_grad_(), grad=True)
+
+
+def test_sgn_complex():
+    z = torch.complex(make((6,), grad=False), make((6,), grad=False, seed=1))
+    z[2] = 0
+    check_op(torch.sgn, z)
+    check_op(lambda v: torch.view_as_real(torch.sgn(v)), z.clone().requires_grad_(), grad=True)
+
+
+def test_complex_to_real_unary():
+    # abs / angle / isnan / isinf of complex inputs have real or bool results.
+    z = torch.complex(make((8,), grad=False), make((8,), grad=False, seed=1))
+    z[1] = complex(1, float("nan"))
+    z[2] = complex(float("inf"), 1)
+    z[3] = 0
+    for fn in (torch.abs, torch.angle, torch.isnan, torch.isinf, torch.isfinite):
+        check_op(fn, z)
+    w = torch.complex(make((5,), grad=False), make((5,), grad=False, seed=2)).requires_grad_()
+    check_op(torch.abs, w, grad=True)
+    check_op(torch.angle, w, grad=True)
