@@ -87,7 +87,7 @@ def test_fft_float64():
     check_op(real_view(torch.fft.ifft2), x.detach().requires_grad_(), grad=True)
 
 
-def test_stft():
+def test_stft_istft():
     x = make((2, 64), grad=False)
     window = torch.hann_window(16) + 0.1  # nonzero at the edges: center=False needs it (NOLA)
     check_op(
@@ -96,6 +96,15 @@ def test_stft():
         window,
         **TOL,
     )
+    # istft's overlap-add is unfold_backward.
+    spec = torch.stft(x, 16, 4, window=window, center=False, return_complex=True).requires_grad_()
+    check_op(lambda s, w: torch.istft(s, 16, 4, window=w, center=False), spec, window, grad=True, **TOL)
+
+
+@pytest.mark.parametrize("shape,dim,size,step", [((3, 10), 1, 3, 2), ((7,), 0, 2, 3), ((4, 5, 6), 0, 2, 1), ((), 0, 1, 1)])
+def test_unfold_backward(shape, dim, size, step):
+    check_op(lambda t: t.unfold(dim, size, step), make(shape), grad=True)
+    check_op(lambda t: t.unfold(dim, size, step), make(shape, torch.bfloat16), grad=True)
 
 
 # --- complex basics -------------------------------------------------------------------------
