@@ -7,8 +7,12 @@
 #include <ATen/ops/linspace.h>
 #include <ATen/ops/logspace.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/conj_physical.h>
+#include <ATen/ops/neg.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -121,11 +125,30 @@ bool share_whole_storage(const at::Tensor& dst, const at::Tensor& src) {
   return true;
 }
 
+// The logical values of a tensor with lazy conjugate / negative bits, as a plain tensor. (The
+// Conjugate and Negative dispatch keys pass copy_ through: it must apply the bits itself.)
+at::Tensor resolve_bits(const at::Tensor& t) {
+  if (t.device().type() != c10::DeviceType::PrivateUse1) return t.resolve_conj().resolve_neg();
+  at::Tensor r = t;
+  if (r.is_conj()) r = at::conj_physical(r.conj());  // r.conj() clears the bit: the storage's values
+  if (r.is_neg()) r = at::neg(r._neg_view());
+  return r;
+}
+
 // dst <- src, with broadcasting and dtype conversion, any pair of devices.
-at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool) {
+at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
   if (dst.numel() == 0) return dst;
   const bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
   const bool src_tpu = src.device().type() == c10::DeviceType::PrivateUse1;
+  if (src.is_conj() || src.is_neg()) return copy_(dst, resolve_bits(src), non_blocking);
+  if (dst_tpu && (dst.is_conj() || dst.is_neg())) {
+    // dst's storage holds the conjugated / negated values of what it reads as.
+    at::Tensor storage_view = dst, values = src;
+    if (dst.is_conj()) storage_view = storage_view.conj(), values = values.conj();
+    if (dst.is_neg()) storage_view = storage_view._neg_view(), values = values._neg_view();
+    copy_(storage_view, values, non_blocking);
+    return dst;
+  }
   if (!dst_tpu) {  // tpu -> cpu
     dst.copy_(to_cpu(src));
     return dst;
@@ -200,6 +223,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
   m.impl("unfold", TORCH_FN(at::native::unfold));
+  // Complex <-> (re, im) pairs: views with another dtype over the same storage; reading one
+  // reinterprets the storage (lowering::reinterpret).
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
   m.impl("set_.source_Storage", TORCH_FN(set_source_storage));

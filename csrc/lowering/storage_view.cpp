@@ -202,6 +202,25 @@ Value reinterpret(ir::Builder& b, const Value& storage, DType dtype) {
   // i1 has no bit layout in StableHLO; PyTorch stores bools as bytes 0/1.
   if (storage.dtype() == DType::Bool) return reinterpret(b, hlo::convert(b, storage, DType::U8), dtype);
   if (dtype == DType::Bool) return hlo::convert(b, reinterpret(b, storage, DType::U8), DType::Bool);
+  if (storage.dtype() == dtype) return storage;
+  // XLA's bitcast_convert refuses complex types; a complex element is its (re, im) pair of the
+  // real type, so complex storages go through their interleaved real parts.
+  if (ir::is_complex(storage.dtype())) {
+    const Type part{ir::real_type(storage.dtype()), {storage.dim(0), 1}};
+    Value re = hlo::reshape(b, b.op1("stablehlo.real", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
+    Value im = hlo::reshape(b, b.op1("stablehlo.imag", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
+    Value pairs = hlo::reshape(b, hlo::concatenate(b, {re, im}, 1), {2 * storage.dim(0)});
+    return reinterpret(b, pairs, dtype);
+  }
+  if (ir::is_complex(dtype)) {
+    Value parts = reinterpret(b, storage, ir::real_type(dtype));
+    const int64_t m = parts.dim(0) / 2;
+    // A trailing half element is not visible through the complex dtype.
+    Value pairs = hlo::reshape(b, hlo::slice(b, parts, {0}, {2 * m}), {m, 2});
+    Value re = hlo::reshape(b, hlo::slice_dim(b, pairs, 1, 0, 1), {m});
+    Value im = hlo::reshape(b, hlo::slice_dim(b, pairs, 1, 1, 2), {m});
+    return b.op1("stablehlo.complex", {re, im}, Type{dtype, {m}});
+  }
   int from = ir::itemsize(storage.dtype()), to = ir::itemsize(dtype);
   int64_t n = storage.dim(0);
   if (from == to) return b.op1("stablehlo.bitcast_convert", {storage}, Type{dtype, {n}});

@@ -340,6 +340,22 @@ TEST(StorageView, ReinterpretBoolAsBytes) {
   CHECK_EQ(run_reinterpret(DType::I16, sb, DType::Bool, 8), sb);
 }
 
+TEST(StorageView, ReinterpretComplexAsParts) {
+  // complex64 is (re, im) f32 pairs in memory; XLA's bitcast_convert refuses complex types.
+  std::vector<float> parts{1.f, -2.f, 0.5f, 3.f, -0.f, 7.25f};
+  std::vector<uint8_t> pb = raw(parts);
+  CHECK_EQ(run_reinterpret(DType::C64, pb, DType::F32, 6), pb);
+  CHECK_EQ(run_reinterpret(DType::F32, pb, DType::C64, 3), pb);
+  // Through another width: c64 <-> u8 bytes, and an odd f32 tail not visible as complex.
+  CHECK_EQ(run_reinterpret(DType::C64, pb, DType::U8, 24), pb);
+  CHECK_EQ(run_reinterpret(DType::U8, pb, DType::C64, 3), pb);
+  std::vector<uint8_t> five(pb.begin(), pb.begin() + 20);
+  CHECK_EQ(run_reinterpret(DType::F32, five, DType::C64, 2), std::vector<uint8_t>(pb.begin(), pb.begin() + 16));
+  std::vector<double> d{1.0, -3.75, 1e200, 0.125};
+  CHECK_EQ(run_reinterpret(DType::C128, raw(d), DType::F64, 4), raw(d));
+  CHECK_EQ(run_reinterpret(DType::F64, raw(d), DType::C128, 2), raw(d));
+}
+
 // ---------------------------------------------------------------------------------------------
 // dense_permutation and to_storage
 // ---------------------------------------------------------------------------------------------

@@ -38,6 +38,23 @@ Value sign_(Builder& b, const Value& x) {
   return hlo::sub(b, pos, hlo::select(b, lt(b, x, 0), one, zero));
 }
 
+// torch.sgn: sign for real inputs, z / |z| (0 at 0) for complex ones.
+Value sgn_(Builder& b, const Value& x) {
+  if (!ir::is_complex(x.dtype())) return sign_(b, x);
+  const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  Value mag = b.op1("stablehlo.abs", {x}, part);
+  Value zero = hlo::full(b, part, 0);
+  Value is_zero = hlo::compare(b, mag, zero, "EQ");
+  auto scaled = [&](const char* component) {
+    Value v = hlo::div(b, b.op1(component, {x}, part), mag);
+    return hlo::select(b, is_zero, zero, v);
+  };
+  return b.op1("stablehlo.complex", {scaled("stablehlo.real"), scaled("stablehlo.imag")}, x.type);
+}
+std::vector<Value> lower_sgn(Ctx& ctx) {
+  return compute_exact(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return sgn_(b, x[0]); }, true);
+}
+
 Value float_or_id(Builder& b, const char* name, const Value& x) {
   return ir::is_floating(x.dtype()) ? op(b, name, x) : x;  // integers are already integral
 }
@@ -149,6 +166,31 @@ Value angle_(Builder& b, const Value& x) {
 Value deg2rad_(Builder& b, const Value& x) { return mul_c(b, x, M_PI / 180); }
 Value rad2deg_(Builder& b, const Value& x) { return mul_c(b, x, 180 / M_PI); }
 
+// abs and angle of a complex input have a real result (the out dtype); the generic path would
+// first convert the input to that dtype, dropping the imaginary part.
+Value complex_part_type_op(Builder& b, const char* name, const std::vector<Value>& xs) {
+  return b.op1(name, xs, hlo::with_dtype(xs[0].type, ir::real_type(xs[0].dtype())));
+}
+// |z| as hypot(re, im): inf when either part is infinite, else NaN when either is NaN (XLA's
+// complex abs returns a finite value for a NaN imaginary part).
+Value complex_abs(Builder& b, const Value& z) {
+  Value re = complex_part_type_op(b, "stablehlo.real", {z});
+  Value im = complex_part_type_op(b, "stablehlo.imag", {z});
+  Value r = complex_part_type_op(b, "stablehlo.abs", {z});
+  r = hlo::select(b, or_(b, is_nan(b, re), is_nan(b, im)), cst(b, r, std::nan("")), r);
+  return hlo::select(b, or_(b, is_inf(b, re), is_inf(b, im)), cst(b, r, kInf), r);
+}
+Value complex_angle(Builder& b, const Value& z) {
+  Value re = complex_part_type_op(b, "stablehlo.real", {z});
+  Value im = complex_part_type_op(b, "stablehlo.imag", {z});
+  return hlo::binary(b, "stablehlo.atan2", im, re);
+}
+template <Value (*Complex)(Builder&, const Value&), std::vector<Value> (*Real)(Ctx&)>
+std::vector<Value> complex_to_real(Ctx& ctx) {
+  if (!ir::is_complex(ctx.tensor(0).dtype())) return Real(ctx);
+  return {finish(ctx, Complex(ctx.b, ctx.tensor(0)))};
+}
+
 // --- lowerings with non-tensor arguments or bool results --------------------------------------
 
 std::vector<Value> lower_neg(Ctx& ctx) {
@@ -170,8 +212,15 @@ std::vector<Value> lower_round_decimals(Ctx& ctx) {
 // Predicates: computed on the input as is, bool result.
 template <Value (*F)(Builder&, const Value&)>
 std::vector<Value> predicate(Ctx& ctx) {
-  require_real(ctx.tensor(0).dtype());
-  return {finish(ctx, F(ctx.b, ctx.tensor(0)))};
+  const Value& x = ctx.tensor(0);
+  if (ir::is_complex(x.dtype())) {
+    // isnan / isinf of a complex number: of either part (PyTorch rejects the other predicates
+    // for complex inputs before they get here).
+    Value re = complex_part_type_op(ctx.b, "stablehlo.real", {x});
+    Value im = complex_part_type_op(ctx.b, "stablehlo.imag", {x});
+    return {finish(ctx, or_(ctx.b, F(ctx.b, re), F(ctx.b, im)))};
+  }
+  return {finish(ctx, F(ctx.b, x))};
 }
 Value isnan_(Builder& b, const Value& x) { return is_nan(b, x); }
 Value isinf_(Builder& b, const Value& x) { return is_inf(b, x); }
@@ -204,9 +253,9 @@ std::vector<Value> lower_nan_to_num(Ctx& ctx) {
 }  // namespace
 
 TPU_LOWERING("aten::neg", lower_neg);
-TPU_LOWERING("aten::abs", ew::unary_exact<abs_>);
+TPU_LOWERING("aten::abs", complex_to_real<complex_abs, ew::unary_exact<abs_>>);
 TPU_LOWERING("aten::sign", ew::unary_exact<sign_>);
-TPU_LOWERING("aten::sgn", ew::unary_exact<sign_>);  // real inputs only
+TPU_LOWERING("aten::sgn", lower_sgn);
 TPU_LOWERING("aten::floor", ew::unary_exact<floor_>);
 TPU_LOWERING("aten::ceil", ew::unary_exact<ceil_>);
 TPU_LOWERING("aten::round", ew::unary_exact<round_>);
@@ -241,7 +290,7 @@ TPU_LOWERING("aten::atanh", ew::unary<atanh_>);
 TPU_LOWERING("aten::erf", ew::unary<erf_>);
 TPU_LOWERING("aten::erfc", ew::unary<erfc_>);
 TPU_LOWERING("aten::erfinv", ew::unary<erfinv_>);
-TPU_LOWERING("aten::angle", ew::unary<angle_>);
+TPU_LOWERING("aten::angle", complex_to_real<complex_angle, ew::unary<angle_>>);
 TPU_LOWERING("aten::deg2rad", ew::unary<deg2rad_>);
 TPU_LOWERING("aten::rad2deg", ew::unary<rad2deg_>);
 
