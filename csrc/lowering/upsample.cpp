@@ -15,9 +15,12 @@
 //   separable kernel nests them.
 // - Backward is the transpose: the gradient times each tap's weight, scatter-added to the tap
 //   positions (one scatter per dimension), outermost dimension first.
-// bf16/f16 interpolate in f32 and round once.
+// bf16/f16 interpolate in f32 and round once; their weights are rounded as CPU stores them
+// (see lower_upsample).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -85,6 +88,21 @@ int64_t nearest_index(int64_t o, int64_t in, int64_t out, std::optional<double> 
   return std::min(static_cast<int64_t>(std::floor((o + 0.5) * s)), in - 1);
 }
 
+// `v` rounded to the dtype CPU stores interpolation weights in (round to nearest even).
+double round_to(double v, DType storage) {
+  if (storage == DType::BF16) {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    bits &= 0xFFFF0000u;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  if (storage == DType::F16) return static_cast<float>(static_cast<_Float16>(static_cast<float>(v)));
+  return v;
+}
+
 template <typename T>
 T cubic1(T x, T a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
 template <typename T>
@@ -96,8 +114,10 @@ Taps nearest_taps(int64_t in, int64_t out, std::optional<double> scale, bool exa
   return t;
 }
 
+// Weights are rounded to `storage` as CPU stores them: lambda1 first, lambda0 = 1 - lambda1
+// from the stored lambda1.
 template <typename T>
-Taps linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+Taps linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> scale, DType storage) {
   Taps t{in, out, 2, std::vector<int64_t>(2 * out), std::vector<double>(2 * out)};
   T ratio = area_pixel_scale<T>(in, out, align_corners, scale);
   for (int64_t o = 0; o < out; ++o) {
@@ -110,13 +130,15 @@ Taps linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<doub
       l0 = static_cast<T>(1) - l1;
     }
     t.index[o] = i0, t.index[out + o] = i1;
-    t.weight[o] = l0, t.weight[out + o] = l1;
+    const double l1s = round_to(l1, storage);
+    t.weight[o] = round_to(static_cast<double>(static_cast<T>(1) - static_cast<T>(l1s)), storage);
+    t.weight[out + o] = l1s;
   }
   return t;
 }
 
 template <typename T>
-Taps cubic_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+Taps cubic_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> scale, DType storage) {
   Taps t{in, out, 4, std::vector<int64_t>(4 * out), std::vector<double>(4 * out)};
   T ratio = area_pixel_scale<T>(in, out, align_corners, scale);
   const T a = static_cast<T>(-0.75);
@@ -129,7 +151,7 @@ Taps cubic_taps(int64_t in, int64_t out, bool align_corners, std::optional<doubl
               cubic2<T>(static_cast<T>(1) - x + static_cast<T>(1), a)};
     for (int k = 0; k < 4; ++k) {
       t.index[k * out + o] = std::clamp<int64_t>(i - 1 + k, 0, in - 1);
-      t.weight[k * out + o] = w[k];
+      t.weight[k * out + o] = round_to(w[k], storage);
     }
   }
   return t;
@@ -169,15 +191,19 @@ Taps linear_aa_taps(int64_t in, int64_t out, bool align_corners, std::optional<d
   return t;
 }
 
-Taps make_taps(Mode mode, DType dtype, int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+// `storage`: the dtype the weights are rounded to (see lower_upsample).
+Taps make_taps(Mode mode, DType dtype, DType storage, int64_t in, int64_t out, bool align_corners,
+               std::optional<double> scale) {
   const bool f64 = dtype == DType::F64;
   switch (mode) {
     case Mode::Nearest: return nearest_taps(in, out, scale, false);
     case Mode::NearestExact: return nearest_taps(in, out, scale, true);
     case Mode::Linear:
-      return f64 ? linear_taps<double>(in, out, align_corners, scale) : linear_taps<float>(in, out, align_corners, scale);
+      return f64 ? linear_taps<double>(in, out, align_corners, scale, storage)
+                 : linear_taps<float>(in, out, align_corners, scale, storage);
     case Mode::Cubic:
-      return f64 ? cubic_taps<double>(in, out, align_corners, scale) : cubic_taps<float>(in, out, align_corners, scale);
+      return f64 ? cubic_taps<double>(in, out, align_corners, scale, storage)
+                 : cubic_taps<float>(in, out, align_corners, scale, storage);
     case Mode::LinearAA:
       return f64 ? linear_aa_taps<double>(in, out, align_corners, scale)
                  : linear_aa_taps<float>(in, out, align_corners, scale);
@@ -278,8 +304,13 @@ std::vector<Value> lower_upsample(Ctx& c) {
   const DType out_dtype = c.out().dtype;
   if (interpolates(M)) x = hlo::convert(b, x, reduce::acc_type(out_dtype));
   const int r = x.rank();
+  // CPU's generic kernel stores the weights in the input dtype (bf16 weights for bf16 images)
+  // and interpolates in float; bilinear with a small output (H + W <= 128) runs its
+  // channels-last kernel, whose weights stay float.
+  DType storage = out_dtype;
+  if (M == Mode::Linear && N == 2 && c.ints(1)[0] + c.ints(1)[1] <= 128) storage = x.dtype();
   for (int d = N - 1; d >= 0; --d) {
-    Taps t = make_taps(M, out_dtype, x.dim(r - N + d), c.ints(1)[d], align, scale_arg(c, first_scale + d));
+    Taps t = make_taps(M, out_dtype, storage, x.dim(r - N + d), c.ints(1)[d], align, scale_arg(c, first_scale + d));
     x = resample_dim(b, x, r - N + d, t);
   }
   return {hlo::reshape(b, hlo::convert(b, x, out_dtype), c.out().shape)};
@@ -297,7 +328,8 @@ std::vector<Value> lower_upsample_backward(Ctx& c) {
   const std::vector<int64_t>& in_size = c.ints(2);
   const int r = g.rank();
   for (int d = 0; d < N; ++d) {
-    Taps t = make_taps(M, out_dtype, in_size[in_size.size() - N + d], c.ints(1)[d], align,
+    // The backward kernels keep float weights.
+    Taps t = make_taps(M, out_dtype, g.dtype(), in_size[in_size.size() - N + d], c.ints(1)[d], align,
                        scale_arg(c, first_scale + d));
     g = resample_dim_backward(b, g, r - N + d, t);
   }
