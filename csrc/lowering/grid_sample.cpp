@@ -13,7 +13,8 @@
 // zero where a tap falls outside the input; the output sums value * weight product.
 // The backward scatter-adds gy * weight product to the same taps (grad_input) and sums
 // gy * value * d(weight product)/d coordinate over channels (grad_grid).
-// bf16/f16 compute in f32 and round once.
+// The forward computes in the input dtype (CPU's bf16 kernel rounds every step); the backward
+// computes bf16/f16 in f32.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -79,8 +80,15 @@ Coord compute_coordinates(Builder& b, const Coord& in, int64_t size, int64_t pad
   return in;
 }
 
-// Grid coordinate in [-1, 1] -> pixel coordinate, and its derivative.
-Coord unnormalize(Builder& b, const Value& g, int64_t size, bool align) {
+// Grid coordinate in [-1, 1] -> pixel coordinate, and its derivative. CPU's 2-d kernel spells
+// it (g + 1) * ((size - 1) / 2) or (g + 1) * (size / 2) - 1/2; its 3-d kernel as below.
+Coord unnormalize(Builder& b, const Value& g, int64_t size, bool align, bool two_d) {
+  if (two_d) {
+    double f = align ? (size - 1) / 2.0 : size / 2.0;
+    Value x = hlo::mul(b, hlo::add(b, g, c_like(b, g, 1)), c_like(b, g, f));
+    if (!align) x = hlo::sub(b, x, c_like(b, g, 0.5));
+    return {x, c_like(b, g, f)};
+  }
   if (align) {
     // ((g + 1) / 2) * (size - 1)
     Value x = hlo::mul(b, hlo::div(b, hlo::add(b, g, c_like(b, g, 1)), c_like(b, g, 2)),
@@ -102,7 +110,8 @@ struct DimTaps {
 };
 
 // Cubic convolution weights (A = -0.75) of the 4 taps at distance t in [0, 1) past the second,
-// and their derivatives in t: w0 = k2(1 + t), w1 = k1(t), w2 = k1(1 - t), w3 = k2(2 - t) with
+// and their derivatives in t (CPU's grid sampler spells them so; upsampling's w3 differs in
+// rounding): w0 = k2(1 + t), w1 = k1(t), w2 = k1(1 - t), w3 = k2(2 - t) with
 // k1(x) = (A+2)x^3 - (A+3)x^2 + 1 and k2(x) = A x^3 - 5A x^2 + 8A x - 4A.
 void cubic_weights(Builder& b, const Value& t, std::vector<Value>& w, std::vector<Value>& dw) {
   const double a = -0.75;
@@ -123,14 +132,16 @@ void cubic_weights(Builder& b, const Value& t, std::vector<Value>& w, std::vecto
     return hlo::add(b, hlo::mul(b, p, x), c_like(b, x, 8 * a));
   };
   Value one = c_like(b, t, 1);
-  Value t1 = hlo::add(b, t, one), u = hlo::sub(b, one, t), u1 = hlo::add(b, u, one);
+  Value t1 = hlo::add(b, t, one), u = hlo::sub(b, one, t), u1 = hlo::sub(b, c_like(b, t, 2), t);
   w = {k2(t1), k1(t), k1(u), k2(u1)};
   dw = {dk2(t1), dk1(t), hlo::neg(b, dk1(u)), hlo::neg(b, dk2(u1))};
 }
 
-DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t padding, bool align) {
+// two_d: CPU's 2-d kernel spells the bilinear weights 1 - t and t (t = x - floor(x)); its 3-d
+// kernel (floor(x) + 1) - x and x - floor(x).
+DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t padding, bool align, bool two_d) {
   DimTaps d;
-  Coord u = unnormalize(b, g, size, align);
+  Coord u = unnormalize(b, g, size, align, two_d);
   if (mode == kBicubic) {
     d.mult = u.grad;
     Value f = hlo::unary(b, "stablehlo.floor", u.x);
@@ -152,7 +163,8 @@ DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t pad
   Value f = hlo::unary(b, "stablehlo.floor", s.x);
   Value f1 = hlo::add(b, f, c_like(b, f, 1));
   d.at = {f, f1};
-  d.w = {hlo::sub(b, f1, s.x), hlo::sub(b, s.x, f)};
+  Value t = hlo::sub(b, s.x, f);
+  d.w = {two_d ? hlo::sub(b, c_like(b, t, 1), t) : hlo::sub(b, f1, s.x), t};
   d.dw = {c_like(b, f, -1), c_like(b, f, 1)};
   return d;
 }
@@ -163,6 +175,7 @@ struct Sampler {
   Shape o;                 // [N, O...]
   int64_t channels = 0;
   std::vector<DimTaps> dims;  // per spatial dim, input order (D, H, W)
+  bool cubic = false;
 };
 
 Sampler make_sampler(Ctx& c, const Value& input, const Value& grid, DType t, int mode_arg) {
@@ -175,12 +188,13 @@ Sampler make_sampler(Ctx& c, const Value& input, const Value& grid, DType t, int
   const int mode = static_cast<int>(c.int_arg(mode_arg));
   const int64_t padding = c.int_arg(mode_arg + 1);
   const bool align = c.bool_arg(mode_arg + 2);
+  s.cubic = mode == kBicubic;
   if (mode == kBicubic && s.n != 2) throw std::invalid_argument("grid_sampler_3d: bicubic interpolation only supports 4D input");
   Value gt = hlo::convert(b, grid, t);
   for (int k = 0; k < s.n; ++k) {
     int comp = s.n - 1 - k;
     Value g = hlo::reshape(b, hlo::slice_dim(b, gt, gt.rank() - 1, comp, comp + 1), s.o);
-    s.dims.push_back(dim_taps(b, g, s.in_spatial[k], mode, padding, align));
+    s.dims.push_back(dim_taps(b, g, s.in_spatial[k], mode, padding, align, s.n == 2));
   }
   return s;
 }
@@ -275,23 +289,71 @@ Value sample(Builder& b, const Sampler& s, const Value& xl, const Gathered& g) {
 // grid_sampler_{2,3}d(input, grid, interpolation_mode, padding_mode, align_corners)
 std::vector<Value> lower_grid_sampler(Ctx& c) {
   Builder& b = c.b;
-  const DType t = ew::opmath(c.out().dtype);
+  // In the input's own dtype: CPU's bf16/f16 kernel rounds every step (coordinates, weights,
+  // each product and partial sum), which per-op rounding reproduces exactly.
+  const DType t = c.out().dtype;
   ew::require_real(t);
   Value x = hlo::convert(b, c.tensor(0), t);
   Sampler s = make_sampler(c, x, c.tensor(1), t, 2);
   Value xl = channels_last(b, x);
   Shape vs = with_channels(s.o, s.channels);
-  Value out;
+  auto bc = [&](const Value& w) { return hlo::broadcast_in_dim(b, w, vs, leading_dims(static_cast<int>(s.o.size()))); };
+  Value out, row;
   for_each_combo(s, [&](const std::vector<int>& tap) {
     Value v = sample(b, s, xl, locate(b, s, tap));
-    Value w = hlo::broadcast_in_dim(b, weight(b, s, tap), vs, leading_dims(static_cast<int>(s.o.size())));
-    Value term = hlo::mul(b, v, w);
+    if (s.cubic) {
+      // CPU interpolates each row along x (coefficient * value), then the rows along y.
+      Value term = hlo::mul(b, bc(s.dims[1].w[tap[1]]), v);
+      row = tap[1] == 0 ? term : hlo::add(b, row, term);
+      if (tap[1] == 3) {
+        Value r = hlo::mul(b, bc(s.dims[0].w[tap[0]]), row);
+        out = out.valid() ? hlo::add(b, out, r) : r;
+      }
+      return;
+    }
+    Value term = hlo::mul(b, v, bc(weight(b, s, tap)));
     out = out.valid() ? hlo::add(b, out, term) : term;
   });
   // [N, O..., C] -> [N, C, O...]
   std::vector<int64_t> perm = {0, static_cast<int64_t>(s.o.size())};
   for (size_t k = 1; k < s.o.size(); ++k) perm.push_back(static_cast<int64_t>(k));
   return {ew::finish(c, hlo::transpose(b, out, perm))};
+}
+
+// d output / d source coordinate k, summed over channels: ggrid[k] [N, O...]. vals holds the
+// (masked) values of every tap combination in for_each_combo's order, gy [N, O..., C].
+// Bilinear 2-d follows CPU's vectorized kernel: per channel, differences of neighbouring
+// values times the other dimension's weights, times gy (gx = ((ne - nw) s + (se - sw) n) gy);
+// otherwise, as CPU's generic and bicubic kernels, per channel the sum over combinations of
+// value * d(weight product) * gy.
+void grid_grad_terms(Builder& b, const Sampler& s, const std::vector<Value>& vals, const Value& gy,
+                     std::vector<Value>& ggrid) {
+  const int orank = static_cast<int>(s.o.size());
+  Shape vs = gy.shape();
+  auto bc = [&](const Value& w) { return hlo::broadcast_in_dim(b, w, vs, leading_dims(orank)); };
+  const bool bilinear_2d = s.n == 2 && !s.cubic && vals.size() == 4;
+  if (bilinear_2d) {
+    const Value &v00 = vals[0], &v01 = vals[1], &v10 = vals[2], &v11 = vals[3];  // (y, x)
+    const DimTaps &y = s.dims[0], &x = s.dims[1];
+    Value gx = hlo::add(b, hlo::mul(b, hlo::sub(b, v01, v00), bc(y.w[0])), hlo::mul(b, hlo::sub(b, v11, v10), bc(y.w[1])));
+    Value gyy = hlo::add(b, hlo::mul(b, hlo::sub(b, v10, v00), bc(x.w[0])), hlo::mul(b, hlo::sub(b, v11, v01), bc(x.w[1])));
+    ggrid[1] = reduce::sum(b, hlo::mul(b, gx, gy), {orank});
+    ggrid[0] = reduce::sum(b, hlo::mul(b, gyy, gy), {orank});
+    return;
+  }
+  std::vector<Value> acc(s.n);
+  size_t i = 0;
+  for_each_combo(s, [&](const std::vector<int>& tap) {
+    const Value& v = vals[i++];
+    for (int k = 0; k < s.n; ++k) {
+      Value term = s.cubic ? hlo::mul(b, v, gy) : v;  // bicubic: ((v * gy) * x factor) * y factor
+      for (int j = s.n - 1; j >= 0; --j)  // x, y, z order, as CPU multiplies
+        term = hlo::mul(b, term, bc(j == k ? s.dims[j].dw[tap[j]] : s.dims[j].w[tap[j]]));
+      if (!s.cubic) term = hlo::mul(b, term, gy);
+      acc[k] = acc[k].valid() ? hlo::add(b, acc[k], term) : term;
+    }
+  });
+  for (int k = 0; k < s.n; ++k) ggrid[k] = reduce::sum(b, acc[k], {orank});
 }
 
 // grid_sampler_{2,3}d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
@@ -316,25 +378,21 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
   Shape vs = with_channels(s.o, s.channels);
   Shape xs = xl.shape();
 
-  std::vector<Value> indices, updates;
+  std::vector<Value> indices, updates, vals;
   std::vector<Value> ggrid(s.n);
   for_each_combo(s, [&](const std::vector<int>& tap) {
     Gathered g = locate(b, s, tap);
     if (wanted(0)) {
-      Value w = hlo::broadcast_in_dim(b, weight(b, s, tap), vs, leading_dims(orank));
+      auto bc = [&](const Value& w) { return hlo::broadcast_in_dim(b, w, vs, leading_dims(orank)); };
       Value m = hlo::broadcast_in_dim(b, g.mask, vs, leading_dims(orank));
-      updates.push_back(hlo::select(b, m, hlo::mul(b, gy, w), c_like(b, gy, 0)));
+      Value u = s.cubic ? hlo::mul(b, hlo::mul(b, gy, bc(s.dims[1].w[tap[1]])), bc(s.dims[0].w[tap[0]]))
+                        : hlo::mul(b, gy, bc(weight(b, s, tap)));
+      updates.push_back(hlo::select(b, m, u, c_like(b, gy, 0)));
       indices.push_back(g.index);
     }
-    if (wanted(1) && !nearest) {
-      // sum over channels of gy * value, then times d(weight product) / d coordinate k.
-      Value gv = reduce::sum(b, hlo::mul(b, gy, sample(b, s, xl, g)), {orank});
-      for (int k = 0; k < s.n; ++k) {
-        Value term = hlo::mul(b, gv, weight(b, s, tap, k));
-        ggrid[k] = ggrid[k].valid() ? hlo::add(b, ggrid[k], term) : term;
-      }
-    }
+    if (wanted(1) && !nearest) vals.push_back(sample(b, s, xl, g));
   });
+  if (wanted(1) && !nearest) grid_grad_terms(b, s, vals, gy, ggrid);
 
   std::vector<Value> results;
   if (wanted(0)) {
