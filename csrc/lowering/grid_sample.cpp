@@ -326,6 +326,26 @@ std::vector<Value> lower_grid_sampler(Ctx& c) {
 // values times the other dimension's weights, times gy (gx = ((ne - nw) s + (se - sw) n) gy);
 // otherwise, as CPU's generic and bicubic kernels, per channel the sum over combinations of
 // value * d(weight product) * gy.
+// Sums per-channel terms [N, O..., C] over channels in CPU's order: a running sum over
+// channels, each channel adding its terms in order (few channels: unrolled; many: a reduce).
+Value channel_ordered_sum(Builder& b, const std::vector<Value>& terms, int cdim) {
+  const int64_t channels = terms[0].dim(cdim);
+  if (channels > 16) {
+    Value t = terms[0];
+    for (size_t i = 1; i < terms.size(); ++i) t = hlo::add(b, t, terms[i]);
+    return reduce::sum(b, t, {cdim});
+  }
+  Shape s = terms[0].shape();
+  s.erase(s.begin() + cdim);
+  Value acc;
+  for (int64_t ch = 0; ch < channels; ++ch)
+    for (const Value& t : terms) {
+      Value v = hlo::reshape(b, hlo::slice_dim(b, t, cdim, ch, ch + 1), s);
+      acc = acc.valid() ? hlo::add(b, acc, v) : v;
+    }
+  return acc;
+}
+
 void grid_grad_terms(Builder& b, const Sampler& s, const std::vector<Value>& vals, const Value& gy,
                      std::vector<Value>& ggrid) {
   const int orank = static_cast<int>(s.o.size());
@@ -337,11 +357,11 @@ void grid_grad_terms(Builder& b, const Sampler& s, const std::vector<Value>& val
     const DimTaps &y = s.dims[0], &x = s.dims[1];
     Value gx = hlo::add(b, hlo::mul(b, hlo::sub(b, v01, v00), bc(y.w[0])), hlo::mul(b, hlo::sub(b, v11, v10), bc(y.w[1])));
     Value gyy = hlo::add(b, hlo::mul(b, hlo::sub(b, v10, v00), bc(x.w[0])), hlo::mul(b, hlo::sub(b, v11, v01), bc(x.w[1])));
-    ggrid[1] = reduce::sum(b, hlo::mul(b, gx, gy), {orank});
-    ggrid[0] = reduce::sum(b, hlo::mul(b, gyy, gy), {orank});
+    ggrid[1] = channel_ordered_sum(b, {hlo::mul(b, gx, gy)}, orank);
+    ggrid[0] = channel_ordered_sum(b, {hlo::mul(b, gyy, gy)}, orank);
     return;
   }
-  std::vector<Value> acc(s.n);
+  std::vector<std::vector<Value>> terms(s.n);
   size_t i = 0;
   for_each_combo(s, [&](const std::vector<int>& tap) {
     const Value& v = vals[i++];
@@ -350,10 +370,10 @@ void grid_grad_terms(Builder& b, const Sampler& s, const std::vector<Value>& val
       for (int j = s.n - 1; j >= 0; --j)  // x, y, z order, as CPU multiplies
         term = hlo::mul(b, term, bc(j == k ? s.dims[j].dw[tap[j]] : s.dims[j].w[tap[j]]));
       if (!s.cubic) term = hlo::mul(b, term, gy);
-      acc[k] = acc[k].valid() ? hlo::add(b, acc[k], term) : term;
+      terms[k].push_back(term);
     }
   });
-  for (int k = 0; k < s.n; ++k) ggrid[k] = reduce::sum(b, acc[k], {orank});
+  for (int k = 0; k < s.n; ++k) ggrid[k] = channel_ordered_sum(b, terms[k], orank);
 }
 
 // grid_sampler_{2,3}d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
