@@ -108,9 +108,23 @@ T cubic1(T x, T a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
 template <typename T>
 T cubic2(T x, T a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
 
-Taps nearest_taps(int64_t in, int64_t out, std::optional<double> scale, bool exact) {
+// CPU's generic forward kernel computes nearest indices its own way (no special cases for
+// out == in or out == 2 in, the opmath scale, exact mode via (src - 1/2) + 1/2 in double).
+template <typename T>
+int64_t nearest_index_generic(int64_t o, int64_t in, int64_t out, std::optional<double> scale, bool exact) {
+  T s = compute_scales_value<T>(scale, in, out);
+  if (!exact) return std::min(static_cast<int64_t>(std::floor(static_cast<float>(s * o))), in - 1);
+  T real = area_pixel_source_index<T>(s, o, false, false);
+  float shifted = static_cast<float>(static_cast<double>(real) + 0.5);
+  return std::min(static_cast<int64_t>(std::floor(shifted)), in - 1);
+}
+
+Taps nearest_taps(int64_t in, int64_t out, std::optional<double> scale, bool exact, bool generic, bool f64) {
   Taps t{in, out, 1, {}, {}};
-  for (int64_t o = 0; o < out; ++o) t.index.push_back(nearest_index(o, in, out, scale, exact));
+  for (int64_t o = 0; o < out; ++o)
+    t.index.push_back(!generic ? nearest_index(o, in, out, scale, exact)
+                      : f64    ? nearest_index_generic<double>(o, in, out, scale, exact)
+                               : nearest_index_generic<float>(o, in, out, scale, exact));
   return t;
 }
 
@@ -191,13 +205,14 @@ Taps linear_aa_taps(int64_t in, int64_t out, bool align_corners, std::optional<d
   return t;
 }
 
-// `storage`: the dtype the weights are rounded to (see lower_upsample).
+// `storage`: the dtype the weights are rounded to; `generic`: nearest indices as CPU's generic
+// forward kernel computes them (see lower_upsample).
 Taps make_taps(Mode mode, DType dtype, DType storage, int64_t in, int64_t out, bool align_corners,
-               std::optional<double> scale) {
+               std::optional<double> scale, bool generic = false) {
   const bool f64 = dtype == DType::F64;
   switch (mode) {
-    case Mode::Nearest: return nearest_taps(in, out, scale, false);
-    case Mode::NearestExact: return nearest_taps(in, out, scale, true);
+    case Mode::Nearest: return nearest_taps(in, out, scale, false, generic, f64);
+    case Mode::NearestExact: return nearest_taps(in, out, scale, true, generic, f64);
     case Mode::Linear:
       return f64 ? linear_taps<double>(in, out, align_corners, scale, storage)
                  : linear_taps<float>(in, out, align_corners, scale, storage);
@@ -307,10 +322,14 @@ std::vector<Value> lower_upsample(Ctx& c) {
   // CPU's generic kernel stores the weights in the input dtype (bf16 weights for bf16 images)
   // and interpolates in float; bilinear with a small output (H + W <= 128) runs its
   // channels-last kernel, whose weights stay float.
+  // Nearest: the generic kernel's index rule, except for 2-d with that small output, where CPU
+  // runs its channels-last kernel with nearest_idx (the backward always uses nearest_idx).
+  const bool small_2d = N == 2 && c.ints(1)[0] + c.ints(1)[1] <= 128;
   DType storage = out_dtype;
-  if (M == Mode::Linear && N == 2 && c.ints(1)[0] + c.ints(1)[1] <= 128) storage = x.dtype();
+  if (M == Mode::Linear && small_2d) storage = x.dtype();
   for (int d = N - 1; d >= 0; --d) {
-    Taps t = make_taps(M, out_dtype, storage, x.dim(r - N + d), c.ints(1)[d], align, scale_arg(c, first_scale + d));
+    Taps t = make_taps(M, out_dtype, storage, x.dim(r - N + d), c.ints(1)[d], align, scale_arg(c, first_scale + d),
+                       !small_2d);
     x = resample_dim(b, x, r - N + d, t);
   }
   return {hlo::reshape(b, hlo::convert(b, x, out_dtype), c.out().shape)};
