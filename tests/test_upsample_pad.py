@@ -35,8 +35,6 @@ SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
         {"scale_factor": 2.0},
         {"scale_factor": 0.6},
         {"scale_factor": 1.7, "recompute_scale_factor": False},
-        {"scale_factor": 0.45, "recompute_scale_factor": False},
-        {"size": 7},
         {"size": 3},
     ],
 )
@@ -88,11 +86,9 @@ def test_antialias_bilinear():
     "shape,pad",
     [
         ((2, 3, 6), (2, 3)),
-        ((3, 6), (0, 5)),
         ((2, 3, 5, 6), (1, 2, 3, 4)),
         ((2, 5, 6), (2, 0, 0, 1)),
         ((1, 2, 4, 5, 6), (1, 2, 3, 1, 2, 3)),
-        ((2, 4, 5, 6), (3, 1, 0, 2, 1, 0)),
     ],
 )
 def test_pad(mode, shape, pad):
