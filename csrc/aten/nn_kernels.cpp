@@ -11,6 +11,8 @@
 //   say so. As PyTorch's own decomposition of it does, it is routed to the ops whose schemas do:
 //   _native_batch_norm_legit (training, with or without running stats) and
 //   _native_batch_norm_legit_no_training (eval), which are lowered.
+// - multi_margin_loss_backward / multilabel_margin_loss_backward: lowered
+//   (lowering/margin_loss.cpp) but without a PyTorch meta kernel; theirs are here.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_native_batch_norm_legit.h>
 #include <ATen/ops/_native_batch_norm_legit_no_training.h>
@@ -112,11 +114,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
   return at::_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps);
 }
 
+// The margin losses' backward ops have no meta kernel either; their gradient is shaped like self
+// (contiguous, as the CPU kernels return it).
+at::Tensor multi_margin_loss_backward_meta(const at::Tensor& grad_output, const at::Tensor& self,
+                                           const at::Tensor& target, const at::Scalar& p, const at::Scalar& margin,
+                                           const std::optional<at::Tensor>& weight, int64_t reduction) {
+  return at::empty(self.sizes(), self.options());
+}
+
+at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor& grad_output, const at::Tensor& self,
+                                                const at::Tensor& target, int64_t reduction,
+                                                const at::Tensor& is_target) {
+  return at::empty(self.sizes(), self.options());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("convolution_overrideable", TORCH_FN(convolution_overrideable_meta));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward_overrideable_meta));
+  m.impl("multi_margin_loss_backward", TORCH_FN(multi_margin_loss_backward_meta));
+  m.impl("multilabel_margin_loss_backward", TORCH_FN(multilabel_margin_loss_backward_meta));
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("native_batch_norm", TORCH_FN(native_batch_norm)); }
