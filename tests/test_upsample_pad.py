@@ -241,9 +241,3 @@ def test_margin_losses(reduction):
         # (A single sample with reduction="none": PyTorch's meta kernel says shape [1] where its
         # CPU kernel returns a 0-d loss; the tpu follows the meta kernel.)
         check_op(lambda a, tt: F.multilabel_margin_loss(a, tt, reduction=reduction), make((5,)), mt[0], grad=True)
-
-
-def test_tensor_unfold_backward():
-    # Overlapping (step < size), disjoint and gapped (step > size) windows.
-    for shape, dim, size, step in [((2, 9), 1, 3, 2), ((7, 3), 0, 2, 2), ((2, 3, 10), -1, 2, 3), ((5,), 0, 5, 1)]:
-        check_op(lambda a: a.unfold(dim, size, step), make(shape), grad=True)
