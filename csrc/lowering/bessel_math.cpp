@@ -235,7 +235,7 @@ Hankel hankel(Builder& b, const Value& a, int n) {
 }
 
 // Shared domain of Y and K: NaN for x < 0 (and NaN), `at_zero` at 0.
-Value second_kind_domain(Builder& b, const Value& x, const Value& r, double at_zero) {
+Value second_kind_domain(Builder& b, const Value& x, Value r, double at_zero) {
   r = hlo::select(b, ew::eq(b, x, 0), cst(b, r, at_zero), r);
   return hlo::select(b, ew::lt(b, x, 0), cst(b, r, kNaN), r);
 }

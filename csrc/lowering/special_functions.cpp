@@ -4,6 +4,7 @@
 // the ATen semantics (edge values, argument order). Integer and bool inputs compute in the float output type, f16/bf16 in f32.
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "lowering/bessel_math.h"
 #include "lowering/elementwise_ops.h"
@@ -67,6 +68,29 @@ Vs lower_polygamma(Ctx& ctx) {
   return compute(ctx, {1}, [n](Builder& b, const Vs& x) { return special::polygamma(b, n, x[0]); });
 }
 
+// mvlgamma(self, int p) = p (p - 1) / 4 log(pi) + sum_i lgamma(self - i / 2), i < p, summed
+// in CPU's order (i from p - 1 down to 0). Lowered directly (not through CPU's composite, which
+// builds the offsets with arange), with the composite's argument checks.
+Vs lower_mvlgamma(Ctx& ctx) {
+  int64_t p = ctx.int_arg(1);
+  if (p < 1) throw std::invalid_argument("p has to be greater than or equal to 1");
+  Value domain;
+  Vs out = compute(ctx, {0}, [&](Builder& b, const Vs& x) {
+    Value sum;
+    for (int64_t i = p - 1; i >= 0; --i) {
+      Value term = special::lgamma(b, add_c(b, x[0], -0.5 * static_cast<double>(i)));
+      sum = sum.valid() ? hlo::add(b, sum, term) : term;
+    }
+    domain = gt(b, x[0], 0.5 * static_cast<double>(p - 1));
+    return add_c(b, sum, static_cast<double>(p * (p - 1)) * std::log(M_PI) / 4);
+  });
+  std::vector<int64_t> dims;
+  for (int i = 0; i < domain.rank(); ++i) dims.push_back(i);
+  Value all = hlo::reduce(ctx.b, domain, hlo::constant(ctx.b, ir::DType::Bool, 1), dims, "stablehlo.and");
+  ctx.require(all, "All elements must be greater than (p-1)/2");
+  return out;
+}
+
 // special_zeta(self = s, other = q)
 Vs lower_zeta(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return special::zeta(b, x[0], x[1]); });
@@ -86,6 +110,7 @@ Vs lower_xlog1py(Ctx& ctx) {
 TPU_LOWERING("aten::lgamma", ew::unary<lgamma_>);
 TPU_LOWERING("aten::digamma", ew::unary<digamma_>);
 TPU_LOWERING("aten::polygamma", lower_polygamma);
+TPU_LOWERING("aten::mvlgamma", lower_mvlgamma);
 TPU_LOWERING("aten::special_zeta", lower_zeta);
 TPU_LOWERING("aten::i0", ew::unary<i0_>);
 TPU_LOWERING("aten::special_i0e", ew::unary<i0e_>);
