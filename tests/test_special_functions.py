@@ -42,6 +42,7 @@ UNARY = {
     "bessel_y0": (S.bessel_y0, 0, 60, False),
     "bessel_y1": (S.bessel_y1, 0.05, 60, False),
     "spherical_bessel_j0": (S.spherical_bessel_j0, -30, 30, False),
+    "airy_ai": (S.airy_ai, -10, 10, False),
 }
 
 

@@ -17,7 +17,12 @@ where its coefficients fall below the target precision (f64: 1e-17, f32: 3e-9 of
   J1(x) / x                           x in [0, 8]
   (Y1(x) - 2/pi (log(x/2) J1(x) - 1/x)) / x   x in [0, 8]
   P_n(x), x Q_n(x) (n = 0, 1)         x >= 8         u = 128/x^2 - 1
-with the Hankel form J_n + i Y_n = sqrt(2/(pi x)) (P_n + i Q_n) e^(i (x - (2n+1) pi/4)).
+  Ai(x)                               x in [-2, 2]   u = x/2
+  2 sqrt(pi) x^(1/4) e^zeta Ai(x)     x >= 2         u = 2 zeta(2)/zeta - 1,  zeta = 2/3 x^(3/2)
+  F(t), G(t)                          t = -x >= 2    the same u in zeta(t)
+with the Hankel form J_n + i Y_n = sqrt(2/(pi x)) (P_n + i Q_n) e^(i (x - (2n+1) pi/4)) and
+the oscillatory Airy form sqrt(pi) t^(1/4) Ai(-t) = sin(phi) F - cos(phi) G, phi = zeta + pi/4
+(F = sqrt(pi) t^(1/4) (Ai sin phi + Bi cos phi), G = sqrt(pi) t^(1/4) (Bi sin phi - Ai cos phi)).
 
 Run `python tools/fit_bessel_math.py` to print the C++ tables. Needs mpmath.
 """
@@ -53,6 +58,23 @@ def hankel_pq(n, x):
     return mp.re(h), mp.im(h)
 
 
+ZETA2 = mp.mpf(2) / 3 * 2 * mp.sqrt(2)
+
+
+def t_of_u(u):
+    """t >= 2 with 2 zeta(2) / zeta(t) - 1 = u."""
+    zeta = 2 * ZETA2 / (u + 1)
+    return (3 * zeta / 2) ** (mp.mpf(2) / 3)
+
+
+def airy_fg(t):
+    zeta = mp.mpf(2) / 3 * t * mp.sqrt(t)
+    phi = zeta + mp.pi / 4
+    ai, bi = mp.airyai(-t), mp.airybi(-t)
+    scale = mp.sqrt(mp.pi) * t ** (mp.mpf(1) / 4)
+    return scale * (ai * mp.sin(phi) + bi * mp.cos(phi)), scale * (bi * mp.sin(phi) - ai * mp.cos(phi))
+
+
 def log_half(x):
     return mp.log(x / 2)
 
@@ -73,6 +95,13 @@ SERIES = {
         lambda x: (mp.bessely(1, x) - 2 / mp.pi * (log_half(x) * mp.besselj(1, x) - 1 / x)) / x,
         lambda u: mp.sqrt(32 * (u + 1)),
     ),
+    "AiMid": (lambda x: mp.airyai(x), lambda u: 2 * u),
+    "AiPos": (
+        lambda x: 2 * mp.sqrt(mp.pi) * x ** (mp.mpf(1) / 4) * mp.exp(mp.mpf(2) / 3 * x * mp.sqrt(x)) * mp.airyai(x),
+        t_of_u,
+    ),
+    "AiNegF": (lambda t: airy_fg(t)[0], t_of_u),
+    "AiNegG": (lambda t: airy_fg(t)[1], t_of_u),
     "P0": (lambda x: hankel_pq(0, x)[0], lambda u: mp.sqrt(128 / (u + 1))),
     "Q0": (lambda x: x * hankel_pq(0, x)[1], lambda u: mp.sqrt(128 / (u + 1))),
     "P1": (lambda x: hankel_pq(1, x)[0], lambda u: mp.sqrt(128 / (u + 1))),

@@ -38,6 +38,7 @@ Value j0_(Builder& b, const Value& x) { return special::bessel_j0(b, x); }
 Value j1_(Builder& b, const Value& x) { return special::bessel_j1(b, x); }
 Value y0_(Builder& b, const Value& x) { return special::bessel_y0(b, x); }
 Value y1_(Builder& b, const Value& x) { return special::bessel_y1(b, x); }
+Value airy_ai_(Builder& b, const Value& x) { return special::airy_ai(b, x); }
 
 // sin(x) / x: 1 at 0 and 0 at +-inf.
 Value spherical_j0_(Builder& b, const Value& x) {
@@ -127,6 +128,7 @@ TPU_LOWERING("aten::special_bessel_j1", ew::unary<j1_>);
 TPU_LOWERING("aten::special_bessel_y0", ew::unary<y0_>);
 TPU_LOWERING("aten::special_bessel_y1", ew::unary<y1_>);
 TPU_LOWERING("aten::special_spherical_bessel_j0", ew::unary<spherical_j0_>);
+TPU_LOWERING("aten::special_airy_ai", ew::unary<airy_ai_>);
 TPU_LOWERING("aten::special_erfcx", ew::unary<erfcx_>);
 TPU_LOWERING("aten::special_ndtri", ew::unary<ndtri_>);
 TPU_LOWERING("aten::special_log_ndtr", ew::unary<log_ndtr_>);
