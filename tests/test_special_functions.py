@@ -156,3 +156,13 @@ def test_orthogonal_polynomials(name):
     check_op(fn, x, n)
     check_op(fn, x[:6], 3)  # Python scalar degree
     check_op(fn, torch.arange(-2, 4), torch.arange(6))  # integer tensors
+
+
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac], ids=["igamma", "igammac"])
+def test_incomplete_gamma(fn):
+    a = torch.cat([uniform((40,), 0.001, 40), torch.tensor([0.5, 120.0])])
+    x = torch.cat([uniform((40,), 0, 60, seed=1), torch.tensor([0.5, 110.0])])
+    check_op(fn, a, x)
+    edges = [0.0, -1.0, INF, NAN, 1.0]
+    check_op(fn, torch.tensor([p for p in edges for q in edges]), torch.tensor([q for p in edges for q in edges]))
+    check_op(fn, uniform((3, 4), 0.1, 5, BF16), uniform((4,), 0, 5, BF16, seed=2))

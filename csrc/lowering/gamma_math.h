@@ -18,6 +18,14 @@ ir::Value digamma(ir::Builder& b, const ir::Value& x);
 ir::Value trigamma(ir::Builder& b, const ir::Value& x);
 // Hurwitz zeta sum_k (q + k)^-s by Euler-Maclaurin summation; accurate for q > -3.
 ir::Value zeta(ir::Builder& b, const ir::Value& s, const ir::Value& q);
+// Regularized incomplete gamma functions P(a, x) (upper = false) and Q(a, x) = 1 - P: the
+// power series below x = a + 1 and the continued fraction above, each unrolled to a fixed
+// number of terms (80: compile time grows with them), which converge for a up to ~150 (beyond,
+// near x ~ a, they are truncated;
+// the caller reports those arguments).
+ir::Value incomplete_gamma(ir::Builder& b, const ir::Value& a, const ir::Value& x, bool upper);
+// Arguments where incomplete_gamma's fixed expansions do not converge.
+ir::Value incomplete_gamma_unsupported(ir::Builder& b, const ir::Value& a, const ir::Value& x);
 // d^n/dx^n digamma(x) for n >= 0.
 ir::Value polygamma(ir::Builder& b, int64_t n, const ir::Value& x);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "lowering/bessel_math.h"
 #include "lowering/elementwise_ops.h"
@@ -97,6 +98,22 @@ Vs lower_zeta(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return special::zeta(b, x[0], x[1]); });
 }
 
+// igamma(self = a, other = x) and igammac.
+template <bool Upper>
+Vs lower_incomplete_gamma(Ctx& ctx) {
+  Value unsupported;
+  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& x) {
+    unsupported = special::incomplete_gamma_unsupported(b, x[0], x[1]);
+    return special::incomplete_gamma(b, x[0], x[1], Upper);
+  });
+  std::vector<int64_t> dims;
+  for (int i = 0; i < unsupported.rank(); ++i) dims.push_back(i);
+  Value any = hlo::reduce(ctx.b, unsupported, hlo::constant(ctx.b, ir::DType::Bool, 0), dims, "stablehlo.or");
+  ctx.require(not_(ctx.b, any), std::string("torch_tpu: ") + (Upper ? "igammac" : "igamma") +
+                                    " supports a > 150 on tpu only away from x ~ a (x < a/2 or x > 2a)");
+  return out;
+}
+
 // xlog1py(x, y) = x * log1p(y), 0 where x == 0 unless y is NaN.
 Vs lower_xlog1py(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
@@ -113,6 +130,8 @@ TPU_LOWERING("aten::digamma", ew::unary<digamma_>);
 TPU_LOWERING("aten::polygamma", lower_polygamma);
 TPU_LOWERING("aten::mvlgamma", lower_mvlgamma);
 TPU_LOWERING("aten::special_zeta", lower_zeta);
+TPU_LOWERING("aten::igamma", lower_incomplete_gamma<false>);
+TPU_LOWERING("aten::igammac", lower_incomplete_gamma<true>);
 TPU_LOWERING("aten::i0", ew::unary<i0_>);
 TPU_LOWERING("aten::special_i0e", ew::unary<i0e_>);
 TPU_LOWERING("aten::special_i1", ew::unary<i1_>);
