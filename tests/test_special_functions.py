@@ -76,6 +76,7 @@ def test_polygamma():
         check_op(lambda t: torch.polygamma(n, t), x, grad=True)
     check_op(lambda t: torch.polygamma(1, t), uniform((40,), -6, 0.5, seed=4))
     check_op(lambda t: S.polygamma(2, t), uniform((40,), 0.5, 9, seed=5))
+    check_op(lambda t: torch.polygamma(3, t), uniform((40,), -60, 0, seed=6))  # shifted up to q >= 0
 
 
 def test_zeta():
@@ -83,6 +84,7 @@ def test_zeta():
     q = uniform((32,), 0.05, 20, seed=1)
     check_op(S.zeta, s, q)
     check_op(S.zeta, torch.tensor([1.0, 0.5, 2.0, 2.0, 2.0, 3.0, 2.0]), torch.tensor([1.0, 1.0, 0.0, -1.0, -1.5, -2.5, INF]))
+    check_op(S.zeta, torch.tensor([4.0, 3.0, 2.5]), torch.tensor([-30.25, -100.0, -3.5]))
 
 
 def test_bessel_special_values():

@@ -18,6 +18,7 @@ using ew::cst;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kNegativeShift = 64;  // zeta(s, q) supports q >= -64
 
 bool is_f64(const Value& x) { return x.dtype() == DType::F64; }
 
@@ -145,16 +146,29 @@ Value trigamma(Builder& b, const Value& x) {
   return hlo::select(b, reflect, hlo::neg(b, acc), acc);
 }
 
+// Integer q <= 0 are poles (inf), handled for every q.
+Value zeta_unsupported(Builder& b, const Value& q) {
+  return ew::and_(b, ew::lt(b, q, -kNegativeShift), ew::not_(b, is_integer(b, q)));
+}
+
 Value zeta(Builder& b, const Value& s, const Value& q) {
   constexpr int kTerms = 12;  // direct terms before the Euler-Maclaurin tail
   constexpr int kTail = 12;   // Bernoulli terms of the tail
   Value neg_s = hlo::neg(b, s);
   Value half_s = ew::mul_c(b, s, 0.5);
   Value s_odd = ew::and_(b, is_integer(b, s), ew::not_(b, is_integer(b, half_s)));
+  // Negative q (integer s only): the terms (q + k)^-s for k < m = ceil(-q) are summed
+  // directly (masked, up to kNegativeShift of them), leaving zeta(s, q + m) with q + m >= 0.
+  Value m = hlo::select(b, ew::lt(b, q, 0), hlo::unary(b, "stablehlo.ceil", hlo::neg(b, q)), cst(b, q, 0));
   Value sum = cst(b, s, 0);
-  for (int k = 0; k < kTerms; ++k) sum = hlo::add(b, sum, pow_neg_s(b, ew::add_c(b, q, k), neg_s, s_odd));
+  for (int k = 0; k < kNegativeShift; ++k) {
+    Value term = pow_neg_s(b, ew::add_c(b, q, k), neg_s, s_odd);
+    sum = hlo::add(b, sum, hlo::select(b, ew::gt(b, m, k), term, cst(b, term, 0)));
+  }
+  Value q_shifted = hlo::add(b, q, m);
+  for (int k = 0; k < kTerms; ++k) sum = hlo::add(b, sum, pow_neg_s(b, ew::add_c(b, q_shifted, k), neg_s, s_odd));
   // Tail from a = q + N: a^(1-s)/(s-1) + a^-s/2 + sum_j B_2j/(2j)! s(s+1)..(s+2j-2) a^(-s-2j+1).
-  Value a = ew::add_c(b, q, kTerms);
+  Value a = ew::add_c(b, q_shifted, kTerms);
   Value pw = pow_neg_s(b, a, neg_s, s_odd);
   Value tail = hlo::add(b, hlo::div(b, hlo::mul(b, pw, a), ew::add_c(b, s, -1)), ew::mul_c(b, pw, 0.5));
   Value inv_a = hlo::div(b, cst(b, a, 1), a);

@@ -16,8 +16,10 @@ ir::Value digamma(ir::Builder& b, const ir::Value& x);
 // polygamma(1, x), evaluated the way PyTorch's CPU kernel does (reflection through
 // sin(pi * x) with pi * x rounded in the working type, which decides values near poles).
 ir::Value trigamma(ir::Builder& b, const ir::Value& x);
-// Hurwitz zeta sum_k (q + k)^-s by Euler-Maclaurin summation; accurate for q > -3.
+// Hurwitz zeta sum_k (q + k)^-s by Euler-Maclaurin summation after shifting q to >= 0 with
+// up to 64 direct terms; zeta_unsupported marks q < -64, beyond that shift.
 ir::Value zeta(ir::Builder& b, const ir::Value& s, const ir::Value& q);
+ir::Value zeta_unsupported(ir::Builder& b, const ir::Value& q);
 // Regularized incomplete gamma functions P(a, x) (upper = false) and Q(a, x) = 1 - P: the
 // power series below x = a + 1 and the continued fraction above, each unrolled to a fixed
 // number of terms (80: compile time grows with them), which converge for a up to ~150 (beyond,

@@ -65,9 +65,23 @@ Value entr_(Builder& b, const Value& x) {
 }
 
 // polygamma(int n, Tensor self)
+// Elements with q < -64 (zeta's arguments), where its fixed shift does not reach q >= 0.
+void require_zeta_domain(Ctx& ctx, const Value& unsupported, const char* name) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < unsupported.rank(); ++i) dims.push_back(i);
+  Value any = hlo::reduce(ctx.b, unsupported, hlo::constant(ctx.b, ir::DType::Bool, 0), dims, "stablehlo.or");
+  ctx.require(not_(ctx.b, any), std::string("torch_tpu: ") + name + " supports arguments >= -64 on tpu");
+}
+
 Vs lower_polygamma(Ctx& ctx) {
   int64_t n = ctx.int_arg(0);
-  return compute(ctx, {1}, [n](Builder& b, const Vs& x) { return special::polygamma(b, n, x[0]); });
+  Value unsupported;
+  Vs out = compute(ctx, {1}, [&](Builder& b, const Vs& x) {
+    unsupported = special::zeta_unsupported(b, x[0]);
+    return special::polygamma(b, n, x[0]);
+  });
+  if (n >= 2) require_zeta_domain(ctx, unsupported, "polygamma");
+  return out;
 }
 
 // mvlgamma(self, int p) = p (p - 1) / 4 log(pi) + sum_i lgamma(self - i / 2), i < p, summed
@@ -95,7 +109,15 @@ Vs lower_mvlgamma(Ctx& ctx) {
 
 // special_zeta(self = s, other = q)
 Vs lower_zeta(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return special::zeta(b, x[0], x[1]); });
+  Value unsupported;
+  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& x) {
+    // Only integer s are defined for q < 0.
+    Value s_int = hlo::compare(b, x[0], hlo::unary(b, "stablehlo.floor", x[0]), "EQ");
+    unsupported = and_(b, special::zeta_unsupported(b, x[1]), s_int);
+    return special::zeta(b, x[0], x[1]);
+  });
+  require_zeta_domain(ctx, unsupported, "zeta");
+  return out;
 }
 
 // igamma(self = a, other = x) and igammac.
