@@ -129,7 +129,8 @@ Vs chebyshev(Ctx& ctx, Kind kind, bool shifted, const char* name) {
     r = hlo::select(b, use_closed, closed, r);
     r = hlo::select(b, eq(b, y, 1), at_one, r);
     r = hlo::select(b, eq(b, y, -1), at_minus_one, r);
-    needs = and_(b, not_(b, or_(b, use_closed, eq(b, abs(b, y), 1))), gt(b, n, kMaxSteps));
+    Value known = or_(b, or_(b, use_closed, eq(b, abs(b, y), 1)), is_nan(b, y));
+    needs = and_(b, not_(b, known), gt(b, n, kMaxSteps));
     return hlo::select(b, lt(b, n, 0), cst(b, r, 0), r);
   });
   require_steps(ctx, needs, name);
