@@ -70,18 +70,6 @@ const std::vector<double> kErfinvSF64 = {
 
 bool is_f64(const Value& x) { return x.dtype() == DType::F64; }
 
-// Clenshaw summation of sum c_k T_k(u).
-Value chebyshev(Builder& b, const Value& u, const std::vector<double>& c) {
-  Value b1 = cst(b, u, 0), b2 = cst(b, u, 0);
-  Value two_u = ew::mul_c(b, u, 2);
-  for (size_t k = c.size() - 1; k >= 1; --k) {
-    Value next = ew::add_c(b, hlo::sub(b, hlo::mul(b, two_u, b1), b2), c[k]);
-    b2 = b1;
-    b1 = next;
-  }
-  return ew::add_c(b, hlo::sub(b, hlo::mul(b, u, b1), b2), c[0]);
-}
-
 // exp(-x^2) without the error of rounding x^2: x = hi + lo with hi a multiple of 1/16, so
 // hi^2 is exact (x is capped far below 2^8) and x^2 = hi^2 + lo * (x + hi). Rounding x^2
 // directly would cost a relative error of x^2 * eps, ~100 ulp for f32 near x = 10.
@@ -95,12 +83,19 @@ Value exp_neg_square(Builder& b, const Value& x) {
   return hlo::mul(b, e_hi, e_lo);
 }
 
+// erfcx(a) (1 + 2a) for a >= 0 as the Chebyshev series; beyond 1e20 the map is 1 to the last
+// bit (and inf would make it NaN).
+Value erfcx_scaled(Builder& b, const Value& a) {
+  Value capped = ew::minimum(b, a, cst(b, a, 1e20));
+  Value u = hlo::div(b, ew::add_c(b, capped, -kErfcxMap), ew::add_c(b, capped, kErfcxMap));
+  return chebyshev_series(b, u, is_f64(a) ? kErfcxF64 : kErfcxF32);
+}
+
 // erfc(a) for a >= 0 (NaN propagates).
 Value erfc_nonneg(Builder& b, const Value& a) {
   // erfc underflows to 0 well before these bounds; capping keeps inf out of hi - lo.
   Value capped = ew::minimum(b, a, cst(b, a, is_f64(a) ? 30.0 : 12.0));
-  Value u = hlo::div(b, ew::add_c(b, capped, -kErfcxMap), ew::add_c(b, capped, kErfcxMap));
-  Value s = chebyshev(b, u, is_f64(a) ? kErfcxF64 : kErfcxF32);
+  Value s = erfcx_scaled(b, capped);
   Value scale = ew::add_c(b, ew::mul_c(b, capped, 2), 1);
   return hlo::div(b, hlo::mul(b, exp_neg_square(b, capped), s), scale);
 }
@@ -112,6 +107,18 @@ Value erf_small(Builder& b, const Value& x) {
 }
 
 }  // namespace
+
+// Clenshaw summation of sum c_k T_k(u).
+Value chebyshev_series(Builder& b, const Value& u, const std::vector<double>& c) {
+  Value b1 = cst(b, u, 0), b2 = cst(b, u, 0);
+  Value two_u = ew::mul_c(b, u, 2);
+  for (size_t k = c.size() - 1; k >= 1; --k) {
+    Value next = ew::add_c(b, hlo::sub(b, hlo::mul(b, two_u, b1), b2), c[k]);
+    b2 = b1;
+    b1 = next;
+  }
+  return ew::add_c(b, hlo::sub(b, hlo::mul(b, u, b1), b2), c[0]);
+}
 
 Value erfc(Builder& b, const Value& x) {
   Value r = erfc_nonneg(b, ew::abs(b, x));
@@ -125,13 +132,14 @@ Value erf(Builder& b, const Value& x) {
   return hlo::select(b, ew::lt(b, a, 1), erf_small(b, x), big);
 }
 
-Value erfinv(Builder& b, const Value& y) {
-  bool f64 = is_f64(y);
+namespace {
+
+// erfinv(a) for a = |y| in [0, 1], given also 1 - a (exact in the caller's terms).
+Value erfinv_abs(Builder& b, const Value& a, const Value& one_minus_a) {
+  bool f64 = is_f64(a);
   const std::vector<double>& pw = f64 ? kErfinvWF64 : kErfinvWF32;
   const std::vector<double>& ps = f64 ? kErfinvSF64 : kErfinvSF32;
-  Value a = ew::abs(b, y);
-  Value one = cst(b, a, 1);
-  Value w = hlo::neg(b, ew::log(b, hlo::mul(b, hlo::sub(b, one, a), hlo::add(b, one, a))));
+  Value w = hlo::neg(b, ew::log(b, hlo::mul(b, one_minus_a, hlo::sub(b, cst(b, a, 2), one_minus_a))));
   Value central = ew::lt(b, w, 5);
   Value t = hlo::select(b, central, ew::add_c(b, w, -2.5), ew::add_c(b, ew::sqrt(b, w), -3));
   // One Horner pass whose coefficients are chosen per element (shorter list padded with 0).
@@ -152,7 +160,7 @@ Value erfinv(Builder& b, const Value& y) {
     Value near_zero = ew::lt(b, a, 0.5);
     for (int step = 0; step < 2; ++step) {
       Value r = hlo::select(b, near_zero, hlo::sub(b, erf_small(b, x), a),
-                            hlo::sub(b, hlo::sub(b, one, a), erfc_nonneg(b, x)));
+                            hlo::sub(b, one_minus_a, erfc_nonneg(b, x)));
       Value slope = ew::mul_c(b, ew::exp(b, hlo::neg(b, hlo::mul(b, x, x))), 2 / std::sqrt(M_PI));
       x = hlo::sub(b, x, hlo::div(b, r, slope));
     }
@@ -161,8 +169,55 @@ Value erfinv(Builder& b, const Value& y) {
   // above would be subnormal (flushed to zero by XLA) and leave the initial guess's error.
   Value linear = ew::mul_c(b, a, std::sqrt(M_PI) / 2);
   x = hlo::select(b, ew::lt(b, a, f64 ? 1e-150 : 1e-30), linear, x);
-  x = hlo::select(b, ew::eq(b, a, 1), cst(b, a, std::numeric_limits<double>::infinity()), x);
-  return ew::copysign(b, x, y);
+  return hlo::select(b, ew::eq(b, one_minus_a, 0), cst(b, a, std::numeric_limits<double>::infinity()), x);
+}
+
+}  // namespace
+
+Value erfinv(Builder& b, const Value& y) {
+  Value a = ew::abs(b, y);
+  return ew::copysign(b, erfinv_abs(b, a, hlo::sub(b, cst(b, a, 1), a)), y);
+}
+
+Value ndtri(Builder& b, const Value& p) {
+  Value one_minus_a = ew::mul_c(b, ew::minimum(b, p, hlo::sub(b, cst(b, p, 1), p)), 2);
+  Value a = hlo::sub(b, cst(b, p, 1), one_minus_a);
+  Value x = erfinv_abs(b, a, one_minus_a);
+  if (!is_f64(p)) {
+    // One Newton step on the tail probability min(p, 1 - p) = erfc(x) / 2 (exact on both
+    // sides), which takes f32 from erfinv's 3 ulp to ~1 ulp: the gradient exp(ndtri^2 / 2)
+    // multiplies a relative error by ndtri^2 (9 near p = 0.999).
+    Value tail = ew::mul_c(b, one_minus_a, 0.5);
+    Value r = hlo::sub(b, ew::mul_c(b, erfc_nonneg(b, x), 0.5), tail);
+    Value step = hlo::mul(b, ew::mul_c(b, r, std::sqrt(M_PI)), ew::exp(b, hlo::mul(b, x, x)));
+    Value refined = hlo::add(b, x, step);
+    x = hlo::select(b, ew::and_(b, ew::gt(b, tail, 0), ew::lt(b, x, 9)), refined, x);
+    // Below 1e-7, beyond the f32 erfinv fit (whose inputs never get that close to 1): start
+    // from the asymptotic x^2 = L - log(pi L) / 2, L = -log(erfc x), and take Newton steps on
+    // log erfc(x) = log erfcx(x) - x^2, which is nearly quadratic in x.
+    Value log_target = ew::log(b, one_minus_a);
+    Value big_l = hlo::neg(b, log_target);
+    Value t = ew::sqrt(b, hlo::sub(b, big_l, ew::mul_c(b, ew::log(b, ew::mul_c(b, big_l, M_PI)), 0.5)));
+    for (int i = 0; i < 3; ++i) {
+      Value ex = hlo::div(b, erfcx_scaled(b, t), ew::add_c(b, ew::mul_c(b, t, 2), 1));
+      Value f = hlo::sub(b, hlo::sub(b, ew::log(b, ex), hlo::mul(b, t, t)), log_target);
+      t = hlo::add(b, t, ew::mul_c(b, hlo::mul(b, f, ex), std::sqrt(M_PI) / 2));
+    }
+    Value far = ew::and_(b, ew::lt(b, one_minus_a, 1e-7), ew::gt(b, one_minus_a, 0));
+    x = hlo::select(b, far, t, x);
+  }
+  return ew::copysign(b, ew::mul_c(b, x, std::sqrt(2.0)), ew::add_c(b, p, -0.5));
+}
+
+Value erfcx(Builder& b, const Value& x) {
+  Value a = ew::abs(b, x);
+  Value pos = hlo::div(b, erfcx_scaled(b, a), ew::add_c(b, ew::mul_c(b, a, 2), 1));
+  pos = hlo::select(b, ew::eq(b, a, std::numeric_limits<double>::infinity()), cst(b, a, 0), pos);
+  // erfcx(-a) = 2 e^(a^2) - erfcx(a); e^(a^2) overflows (to the right inf) first. a^2 is
+  // rounded before exp as in PyTorch's CPU kernel, whose results (up to 40 ulp off for f32
+  // near a = 9, where exp_neg_square's split would be exact) are the reference to match.
+  Value neg = hlo::sub(b, ew::mul_c(b, ew::exp(b, hlo::mul(b, a, a)), 2), pos);
+  return hlo::select(b, ew::lt(b, x, 0), neg, pos);
 }
 
 }  // namespace tpu::lowering::special
