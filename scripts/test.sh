@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-python -m pytest tests -q -p no:cacheprovider "$@"
+python -m pytest tests -q -p no:cacheprovider --durations=15 "$@"
