@@ -4,6 +4,7 @@
 // eigenvalues are then sorted ascending with their vectors. Eigenvectors are unique only up to
 // sign, which PyTorch's own comparisons allow for. Real dtypes.
 #include "lowering/hlo.h"
+#include "lowering/linalg_jacobi.h"
 #include "lowering/linalg_util.h"
 #include "lowering/registry.h"
 
@@ -29,19 +30,6 @@ Value elem(Builder& b, const Value& x, const Value& i, const Value& j) {
   return hlo::reshape(b, hlo::dynamic_slice(b, x, starts, sizes), linalg::batch_of(x.shape()));
 }
 
-// Column j of x as [..., m, 1] and its replacement.
-Value col(Builder& b, const Value& x, const Value& j) {
-  std::vector<Value> starts(x.rank(), i64(b, 0));
-  starts.back() = j;
-  Shape sizes = x.shape();
-  sizes.back() = 1;
-  return hlo::dynamic_slice(b, x, starts, sizes);
-}
-Value set_col(Builder& b, const Value& x, const Value& c, const Value& j) {
-  std::vector<Value> starts(x.rank(), i64(b, 0));
-  starts.back() = j;
-  return hlo::dynamic_update_slice(b, x, c, starts);
-}
 Value row(Builder& b, const Value& x, const Value& i) {
   std::vector<Value> starts(x.rank(), i64(b, 0));
   starts[x.rank() - 2] = i;
@@ -64,49 +52,28 @@ Value set_elem(Builder& b, const Value& x, const Value& v, const Value& i, const
   return hlo::dynamic_update_slice(b, x, hlo::reshape(b, v, s), starts);
 }
 
-// (c, s) per batch element broadcast to `like`'s shape.
-Value bc(Builder& b, const Value& v, const Value& like) {
-  std::vector<int64_t> dims;
-  for (int i = 0; i < v.rank(); ++i) dims.push_back(i);
-  return hlo::broadcast_in_dim(b, v, like.shape(), dims);
-}
-
 // One Jacobi rotation on (p, q), p < q (a no-op when A[p, q] is zero or q <= p).
 std::vector<Value> rotate(Builder& b, const Value& a, const Value& v, const Value& p, const Value& q) {
   Value apq = elem(b, a, p, q), app = elem(b, a, p, p), aqq = elem(b, a, q, q);
   Type t = apq.type;
-  Value zero = hlo::full(b, t, 0), one = hlo::full(b, t, 1);
+  Value zero = hlo::full(b, t, 0);
   Value active = hlo::binary(b, "stablehlo.and", hlo::compare(b, apq, zero, "NE"),
                              hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
-  Value safe = hlo::select(b, active, apq, one);
-  Value theta = hlo::div(b, hlo::sub(b, aqq, app), hlo::mul(b, hlo::full(b, t, 2), safe));
-  Value root = hlo::unary(b, "stablehlo.sqrt", hlo::add(b, one, hlo::mul(b, theta, theta)));
-  Value tt = hlo::div(b, one, hlo::add(b, hlo::unary(b, "stablehlo.abs", theta), root));
-  tt = hlo::select(b, hlo::compare(b, theta, zero, "LT"), hlo::neg(b, tt), tt);
-  tt = hlo::select(b, active, tt, zero);
-  Value c = hlo::div(b, one, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, one, hlo::mul(b, tt, tt))));
-  Value s = hlo::mul(b, tt, c);
-  auto mix_cols = [&](const Value& x) {
-    Value xp = col(b, x, p), xq = col(b, x, q);
-    Value cb = bc(b, c, xp), sb = bc(b, s, xp);
-    Value np = hlo::sub(b, hlo::mul(b, cb, xp), hlo::mul(b, sb, xq));
-    Value nq = hlo::add(b, hlo::mul(b, sb, xp), hlo::mul(b, cb, xq));
-    return set_col(b, set_col(b, x, np, p), nq, q);
-  };
-  Value a2 = mix_cols(a);
+  linalg::Rotation r = linalg::rotation(b, app, aqq, apq, active);
+  Value a2 = linalg::rotate_columns(b, a, r, p, q);
   Value rp = row(b, a2, p), rq = row(b, a2, q);
-  Value cb = bc(b, c, rp), sb = bc(b, s, rp);
+  Value cb = linalg::per_matrix(b, r.c, rp), sb = linalg::per_matrix(b, r.s, rp);
   Value np = hlo::sub(b, hlo::mul(b, cb, rp), hlo::mul(b, sb, rq));
   Value nq = hlo::add(b, hlo::mul(b, sb, rp), hlo::mul(b, cb, rq));
   a2 = set_row(b, set_row(b, a2, np, p), nq, q);
   // The exact values of the rotated 2x2 block (better than the products above).
-  Value tapq = hlo::mul(b, tt, apq);
+  Value tapq = hlo::mul(b, r.t, apq);
   Value new_pq = hlo::select(b, active, zero, apq);
   a2 = set_elem(b, a2, hlo::sub(b, app, tapq), p, p);
   a2 = set_elem(b, a2, hlo::add(b, aqq, tapq), q, q);
   a2 = set_elem(b, a2, new_pq, p, q);
   a2 = set_elem(b, a2, new_pq, q, p);
-  return {a2, mix_cols(v)};
+  return {a2, linalg::rotate_columns(b, v, r, p, q)};
 }
 
 // _linalg_eigh(A, UPLO="L", compute_v=True) -> (eigenvalues, eigenvectors)

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "lowering/hlo.h"
+#include "lowering/linalg_jacobi.h"
 #include "lowering/linalg_qr.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
@@ -22,59 +23,24 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
-Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
-
-Value col(Builder& b, const Value& x, const Value& j) {
-  std::vector<Value> starts(x.rank(), i64(b, 0));
-  starts.back() = j;
-  Shape sizes = x.shape();
-  sizes.back() = 1;
-  return hlo::dynamic_slice(b, x, starts, sizes);
-}
-Value set_col(Builder& b, const Value& x, const Value& c, const Value& j) {
-  std::vector<Value> starts(x.rank(), i64(b, 0));
-  starts.back() = j;
-  return hlo::dynamic_update_slice(b, x, c, starts);
-}
-
 // [..., m, 1] . [..., m, 1] -> [...]
 Value dot_cols(Builder& b, const Value& x, const Value& y) {
   return reduce::sum(b, hlo::mul(b, x, y), {x.rank() - 2, x.rank() - 1});
 }
 
-Value bc(Builder& b, const Value& v, const Value& like) {
-  std::vector<int64_t> dims;
-  for (int i = 0; i < v.rank(); ++i) dims.push_back(i);
-  return hlo::broadcast_in_dim(b, v, like.shape(), dims);
-}
-
 // Rotates columns p < q of W (and V) so that they become orthogonal.
 std::vector<Value> rotate(Builder& b, const Value& w, const Value& v, const Value& p, const Value& q) {
-  Value wp = col(b, w, p), wq = col(b, w, q);
+  Value wp = linalg::column(b, w, p), wq = linalg::column(b, w, q);
   Value alpha = dot_cols(b, wp, wp), beta = dot_cols(b, wq, wq), gamma = dot_cols(b, wp, wq);
   Type t = alpha.type;
-  Value zero = hlo::full(b, t, 0), one = hlo::full(b, t, 1);
   // Rotate unless the pair is already orthogonal to working precision.
   double eps = w.dtype() == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
   Value thresh = hlo::mul(b, hlo::full(b, t, eps), hlo::unary(b, "stablehlo.sqrt", hlo::mul(b, alpha, beta)));
   Value active = hlo::compare(b, hlo::unary(b, "stablehlo.abs", gamma), thresh, "GT");
   active = hlo::binary(b, "stablehlo.and", active, hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
-  Value safe = hlo::select(b, active, gamma, one);
-  Value zeta = hlo::div(b, hlo::sub(b, beta, alpha), hlo::mul(b, hlo::full(b, t, 2), safe));
-  Value root = hlo::unary(b, "stablehlo.sqrt", hlo::add(b, one, hlo::mul(b, zeta, zeta)));
-  Value tt = hlo::div(b, one, hlo::add(b, hlo::unary(b, "stablehlo.abs", zeta), root));
-  tt = hlo::select(b, hlo::compare(b, zeta, zero, "LT"), hlo::neg(b, tt), tt);
-  tt = hlo::select(b, active, tt, zero);
-  Value c = hlo::div(b, one, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, one, hlo::mul(b, tt, tt))));
-  Value s = hlo::mul(b, tt, c);
-  auto mix = [&](const Value& x) {
-    Value xp = col(b, x, p), xq = col(b, x, q);
-    Value cb = bc(b, c, xp), sb = bc(b, s, xp);
-    Value np = hlo::sub(b, hlo::mul(b, cb, xp), hlo::mul(b, sb, xq));
-    Value nq = hlo::add(b, hlo::mul(b, sb, xp), hlo::mul(b, cb, xq));
-    return set_col(b, set_col(b, x, np, p), nq, q);
-  };
-  return {mix(w), mix(v)};
+  // The rotation that diagonalizes the Gram block [[alpha, gamma], [gamma, beta]].
+  linalg::Rotation r = linalg::rotation(b, alpha, beta, gamma, active);
+  return {linalg::rotate_columns(b, w, r, p, q), linalg::rotate_columns(b, v, r, p, q)};
 }
 
 // Columns of x [..., r, k] reordered: column i of the result is column order[i] ([..., k]).
