@@ -1,5 +1,5 @@
 """The fast, fixed subset of the OpInfo conformance sweep that CI runs (the full sweep is
-`python tools/op_coverage.py --modes strict,fused`, about 20 minutes).
+`python tools/op_coverage.py --modes strict,fused`, about 26 minutes).
 
 Each entry below runs through the same harness as the sweep (tests/op_conformance.py) in float32
 forward, backward and out=, in strict and fused mode, and must reproduce what

@@ -173,7 +173,7 @@ def render(results, meta):
     lines = [
         "# Operator coverage against PyTorch's OpInfo database",
         "",
-        "Regenerate (full sweep, about 20 minutes on two cores; `--help` for subsets):",
+        "Regenerate (full sweep, about 26 minutes on two cores; `--help` for subsets):",
         "",
         "    " + meta["command"],
         "",
