@@ -1,5 +1,8 @@
 #include "exec/compile_cache.h"
 
+#include <algorithm>
+#include <fstream>
+
 namespace tpu::exec {
 
 CompiledOpPtr CompileCache::find(const std::string& key) {
@@ -54,8 +57,22 @@ std::vector<CacheEntryInfo> CompileCache::entries() const {
   return out;
 }
 
+namespace {
+
+// Each loaded XLA:CPU executable keeps a few memory maps of JIT code and data (3 for a one-op
+// program, more for large ones). A process past the kernel's vm.max_map_count makes LLVM's JIT
+// fail to allocate and XLA crash, so the cache holds at most a sixteenth of that limit.
+size_t default_capacity() {
+  size_t limit = 65530;
+  std::ifstream f("/proc/sys/vm/max_map_count");
+  if (f) f >> limit;
+  return std::clamp<size_t>(limit / 16, 256, 8192);
+}
+
+}  // namespace
+
 CompileCache& op_cache() {
-  static CompileCache cache(8192);
+  static CompileCache cache(default_capacity());
   return cache;
 }
 
