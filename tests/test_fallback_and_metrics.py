@@ -72,3 +72,12 @@ def test_changing_python_scalar_values_does_not_recompile():
         x.fill_(v)
         assert x[0].item() == pytest.approx(v)
     assert torch_tpu.metrics.counters()["compiles"] == 0
+
+
+def test_compile_cache_stays_below_the_kernel_map_limit():
+    # Every cached XLA:CPU executable keeps memory maps of its JIT code; past vm.max_map_count
+    # LLVM cannot allocate and XLA crashes, so the in-memory cache is bounded well below it.
+    with open("/proc/sys/vm/max_map_count") as f:
+        limit = int(f.read())
+    capacity = torch_tpu.metrics.cache_info()["capacity"]
+    assert 0 < capacity <= max(limit // 16, 256)
