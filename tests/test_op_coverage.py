@@ -12,6 +12,7 @@ import os
 import pytest
 import torch
 from op_conformance import check_entry, entries
+from tie_order import tie_invariant
 
 RESULTS = os.path.join(os.path.dirname(__file__), "..", "docs", "op_coverage.json")
 
@@ -61,3 +62,31 @@ def test_entry_matches_the_coverage_doc(entry):
             got = result["results"][mode]["f32"][part]
             assert got["status"] == "native", (mode, part, got)
     assert claimed, f"{entry}: the coverage doc records no native float32 part"
+
+
+def _sort_sample(x, **kwargs):
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    return SampleInput(x, kwargs=kwargs)
+
+
+def test_tie_order_accepts_another_index_among_equal_values():
+    x = torch.tensor([2, 1, 2, 1])
+    values, cpu_idx = torch.sort(x)
+    swapped = torch.tensor([3, 1, 2, 0])  # the tied 1s and 2s in the other order
+    sample = _sort_sample(x)
+    assert torch.equal(*[tie_invariant("sort", sample, [values, i])[1] for i in (cpu_idx, swapped)])
+
+
+@pytest.mark.parametrize("bad", [[1, 1, 0, 2], [0, 1, 2, 3]])
+def test_tie_order_rejects_an_index_that_is_not_a_valid_choice(bad):
+    x = torch.tensor([2, 1, 2, 1])
+    values, cpu_idx = torch.sort(x)
+    sample = _sort_sample(x)
+    with pytest.raises(AssertionError):  # not a permutation / names a 2 where CPU names a 1
+        _, named = tie_invariant("sort", sample, [values, torch.tensor(bad)])
+        torch.testing.assert_close(named, tie_invariant("sort", sample, [values, cpu_idx])[1])
+
+
+def test_tie_order_keeps_stable_sort_indices_exact():
+    assert tie_invariant("sort", _sort_sample(torch.tensor([1, 1]), stable=True), []) is None
