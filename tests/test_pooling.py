@@ -363,3 +363,32 @@ def _grad_of_grad(f):
 )
 def test_pooling_double_backward(f):
     check_op(_grad_of_grad(f), make((2, 3, 6, 6), torch.float64), grad=True)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.uint8])
+def test_integer_pooling(n, dtype):
+    # CPU's avg pooling takes int64 and truncates toward zero; its 2-d/3-d max pooling takes
+    # every integer type, and padding never wins a max.
+    g = torch.Generator().manual_seed(n)
+    x = torch.randint(-50 if dtype.is_signed else 0, 100, (2, 3) + (7,) * n, generator=g).to(dtype)
+    max_pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[n - 1]
+    avg_pool = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[n - 1]
+    for t in (x, noncontiguous(x)):
+        if n > 1 or dtype == torch.int64:
+            check_op(lambda v: max_pool(v, 3, 2, padding=1, return_indices=True), t)
+        if dtype == torch.int64:
+            check_op(lambda v: avg_pool(v, 3, 2, padding=1), t)
+            check_op(lambda v: avg_pool(v, 2, ceil_mode=True, count_include_pad=False), t)
+    if n > 1 and dtype == torch.int64:
+        check_op(lambda v: avg_pool(v, 2, divisor_override=3), x)
+
+
+def test_unsupported_integer_pooling_is_rejected_like_cpu():
+    x = torch.zeros(1, 1, 4, 4, dtype=torch.int32)
+    for f in (F.avg_pool2d, lambda v, k: F.max_pool2d(v.bool(), k)):
+        with pytest.raises(RuntimeError) as cpu_err:
+            f(x, 2)
+        with pytest.raises(RuntimeError) as tpu_err:
+            f(x.to("tpu"), 2)
+        assert str(tpu_err.value) == str(cpu_err.value)

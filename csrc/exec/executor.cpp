@@ -122,21 +122,29 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
     op->uses++;
     return op;
   }
-  if (!op) {
+  const bool fresh = !op;
+  if (fresh) {
     op = std::make_shared<CompiledOp>();
     op->op_name = call.op_name;
     op->plan = make_plan();
-    op_cache().insert(key, op);
   }
   if (compile) {
     counters().cache_misses++;
     // Compiled by an earlier process: layout and executable from the persistent cache.
     if (!load_compiled_op(call, key, *op)) {
       note_compile({&call});
-    compile_into(*op, build_program(call, op->plan, op->layout), call.op_name);
+      compile_into(*op, build_program(call, op->plan, op->layout), call.op_name);
       store_compiled_op(call, key, *op);
     }
+  } else if (fresh) {
+    // Fused mode lowers the op only when its graph runs; lowering it once here, on the first
+    // call with this key, raises the lowering's own checks (dtypes, arguments) at the call that
+    // caused them, as strict mode does.
+    ProgramLayout scratch;
+    build_program(call, op->plan, scratch);
   }
+  // Only an op that lowered (and compiled, when asked) enters the cache.
+  if (fresh) op_cache().insert(key, op);
   op->uses++;
   return op;
 }

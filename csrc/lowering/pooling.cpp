@@ -54,6 +54,16 @@ void require_float(DType t, const char* op) {
     throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" + dtype_name(t) + "'");
 }
 
+// CPU's avg_pool{2,3}d kernels also take int64 (no other integer type); its max_pool{2,3}d
+// kernels take every type but bool.
+void require_float_or_long(DType t, const char* op) {
+  if (t != DType::I64) require_float(t, op);
+}
+
+void require_not_bool(DType t, const char* op) {
+  if (t == DType::Bool) require_float(t, op);
+}
+
 int64_t product(Shape::const_iterator first, Shape::const_iterator last) {
   int64_t n = 1;
   for (; first != last; ++first) n *= *first;
@@ -140,7 +150,7 @@ std::vector<Value> max_pair(Builder& rb, const std::vector<Value>& a) {
 }
 
 std::vector<Value> max_pair_inits(Builder& b, DType t) {
-  return {hlo::constant(b, t, -INFINITY), hlo::constant_int(b, DType::I64, std::numeric_limits<int64_t>::max())};
+  return {reduce::lowest(b, t), hlo::constant_int(b, DType::I64, std::numeric_limits<int64_t>::max())};
 }
 
 // Output k reshaped to its meta shape in its meta dtype.
@@ -172,7 +182,7 @@ Value scatter_to_indices(Builder& b, const Value& gy, const Value& indices, cons
 template <int N>
 std::vector<Value> lower_max_pool(Ctx& c) {
   Builder& b = c.b;
-  require_float(c.tensor(0).dtype(), N == 2 ? "max_pool2d" : "max_pool3d");
+  require_not_bool(c.tensor(0).dtype(), N == 2 ? "max_pool2d" : "max_pool3d");
   Value x = planes(b, c.tensor(0), N);
   Window w = window_args(c, 1, N, true);
   Shape in = spatial(x.shape(), N), out = spatial(c.out(0).shape, N);
@@ -248,7 +258,8 @@ Value safe_div(Builder& b, const Value& x, const Value& div) {
 template <int N>
 std::vector<Value> lower_avg_pool(Ctx& c) {
   Builder& b = c.b;
-  require_float(c.tensor(0).dtype(), N == 2 ? "avg_pool2d" : "avg_pool3d");
+  // Integer averages truncate toward zero as CPU's (stablehlo.divide on integers).
+  require_float_or_long(c.tensor(0).dtype(), N == 2 ? "avg_pool2d" : "avg_pool3d");
   Value x = planes(b, c.tensor(0), N);
   DType acc = reduce::acc_type(c.out().dtype);
   x = hlo::convert(b, x, acc);
