@@ -104,3 +104,21 @@ def test_linspace_integer_steps_are_exact():
             torch.linspace(start, end, steps, dtype=torch.int64, device="tpu"),
             torch.linspace(start, end, steps, dtype=torch.int64),
         )
+
+
+@pytest.mark.parametrize("row,col,offset", [(4, 3, 0), (4, 3, 1), (3, 5, -1), (5, 5, -7), (0, 3, 0), (6, 2, 9)])
+def test_tril_triu_indices(row, col, offset):
+    for fn in (torch.tril_indices, torch.triu_indices):
+        for dtype in (torch.int64, torch.int32):
+            expected = fn(row, col, offset, dtype=dtype)
+            actual = fn(row, col, offset, dtype=dtype, device="tpu")
+            assert_same(actual, expected)
+
+
+def test_eye_out_forms():
+    for args in ((3,), (2, 5), (0,)):
+        for dtype in (torch.float32, torch.int64, torch.bool):
+            expected = torch.eye(*args, dtype=dtype)
+            out = torch.empty(0, dtype=dtype, device="tpu")
+            assert torch.eye(*args, out=out) is out
+            assert_same(out, expected)

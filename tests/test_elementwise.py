@@ -235,6 +235,37 @@ def test_shifts(dtype):
     check_op(lambda y: torch.bitwise_left_shift(5, y), n.clamp(0, 6))
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize("name", ["gcd", "lcm"])
+def test_gcd_lcm(name, dtype):
+    fn = getattr(torch, name)
+    info = torch.iinfo(dtype)
+    g = gen(7)
+    # lcm's inputs stay below sqrt(max), so that no product overflows.
+    top = info.max if name == "gcd" else int(info.max**0.5)
+    # Fibonacci neighbours are Euclid's worst case (the most steps for their size).
+    fib = [0, 1]
+    while fib[-1] + fib[-2] <= top:
+        fib.append(fib[-1] + fib[-2])
+    hi = min(top, 1000)
+    lo = -hi if dtype.is_signed else 0
+    a = torch.cat([torch.randint(lo, hi, (40,), generator=g, dtype=dtype),
+                   torch.tensor(fib[1:], dtype=dtype), torch.tensor([0, 0, 12], dtype=dtype)])
+    b = torch.cat([torch.randint(lo, hi, (40,), generator=g, dtype=dtype),
+                   torch.tensor(fib[2:] + [0], dtype=dtype), torch.tensor([0, 5, 0], dtype=dtype)])
+    check_op(fn, a, b)
+    check_op(fn, noncontiguous(a), noncontiguous(b))
+    check_op(fn, a[:40].view(8, 5), b[:5])  # broadcasting
+
+
+def test_gcd_rejects_floats():
+    x = torch.tensor([4.0])
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        torch.gcd(x, x)
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        torch.gcd(x.to("tpu"), x.to("tpu"))
+
+
 # --- where, masked_fill, clamp, lerp, addcmul, addcdiv -------------------------------------------
 
 

@@ -10,6 +10,7 @@
 #include <ATen/ops/conj_physical.h>
 #include <ATen/ops/neg.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/eye.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
@@ -192,13 +193,8 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   return to_cpu(self).item();
 }
 
-// out= forms of the range factories: the functional op in the out tensor's dtype, then resized
-// into it (their schemas differ from the functional ones, so register.cpp cannot pair them).
-at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
-}
-
+// out= forms of the factories: the functional op in the out tensor's dtype, then resized into
+// it (their schemas differ from the functional ones, so register.cpp cannot pair them).
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
   return into(out, at::arange(start, end, step, out.options()));
 }
@@ -211,6 +207,10 @@ at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
                          at::Tensor& out) {
   return into(out, at::logspace(start, end, steps, base, out.options()));
 }
+
+at::Tensor& eye_out(int64_t n, at::Tensor& out) { return into(out, at::eye(n, out.options())); }
+
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) { return into(out, at::eye(n, m, out.options())); }
 
 }  // namespace
 
@@ -239,6 +239,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
   m.impl("logspace.out", TORCH_FN(logspace_out));
+  m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("eye.m_out", TORCH_FN(eye_m_out));
 }
 
 }  // namespace tpu::aten

@@ -1,7 +1,6 @@
 // Ops whose output size depends on data: the size is read on the host first (a sync, as on
 // CUDA), then a program specialised to that size computes the values.
 #include <ATen/ExpandUtils.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/index.h>
@@ -47,11 +46,6 @@ at::Tensor masked_select_kernel(const at::Tensor& self, const at::Tensor& mask) 
   at::Tensor values = s->dim() == 0 ? s->reshape({1}) : *s;
   at::Tensor where = m->dim() == 0 ? m->reshape({1}) : *m;
   return at::index(values, c10::List<std::optional<at::Tensor>>({std::optional<at::Tensor>(where)}));
-}
-
-at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
 }
 
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {

@@ -1,7 +1,6 @@
 #include "aten/op_kernel.h"
 
 #include <ATen/core/ivalue.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -365,8 +364,7 @@ void run_out_variant(const c10::OperatorHandle& op, const OpBinding& bind, torch
   TORCH_INTERNAL_ASSERT(results.size() == bind.written.size());
   for (size_t k = 0; k < results.size(); ++k) {
     at::Tensor out = args[bind.written[k]].toTensor();
-    at::native::resize_output(out, results[k].sizes());
-    out.copy_(results[k]);
+    into(out, results[k]);
   }
   torch::jit::drop(*stack, n);
   for (int w : bind.written) stack->push_back(args[w]);

@@ -1,6 +1,7 @@
 #include "aten/tpu_tensor.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 
 #include "exec/device_context.h"
@@ -193,6 +194,11 @@ void raise_failed_checks() {
   } catch (const exec::CheckFailure& e) {
     TORCH_CHECK_INDEX(false, e.what());
   }
+}
+
+at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
 }
 
 at::Tensor to_cpu(const at::Tensor& t) {

@@ -40,6 +40,9 @@ std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const
 void raise_failed_checks();
 // A contiguous CPU copy of a tpu tensor (synchronizes).
 at::Tensor to_cpu(const at::Tensor& t);
+// The out= convention: `out` resized to `result`'s shape (resize_output's checks and warning),
+// then `result` copied into it.
+at::Tensor& into(at::Tensor& out, const at::Tensor& result);
 // Runs an internal lowering (e.g. "torch_tpu::view_copy") over tpu tensors as a one-op program.
 std::vector<at::Tensor> run_internal(const char* lowering, const std::vector<at::Tensor>& inputs,
                                      const std::vector<at::Tensor>& written,

@@ -43,6 +43,27 @@ const char* mlir_name(DType t) {
   return "?";
 }
 
+const char* torch_name(DType t) {
+  switch (t) {
+    case DType::Bool: return "Bool";
+    case DType::U8: return "Byte";
+    case DType::I8: return "Char";
+    case DType::I16: return "Short";
+    case DType::I32: return "Int";
+    case DType::I64: return "Long";
+    case DType::U16: return "UInt16";
+    case DType::U32: return "UInt32";
+    case DType::U64: return "UInt64";
+    case DType::F16: return "Half";
+    case DType::BF16: return "BFloat16";
+    case DType::F32: return "Float";
+    case DType::F64: return "Double";
+    case DType::C64: return "ComplexFloat";
+    case DType::C128: return "ComplexDouble";
+  }
+  return "?";
+}
+
 DType real_type(DType t) {
   if (t == DType::C64) return DType::F32;
   if (t == DType::C128) return DType::F64;

@@ -13,6 +13,9 @@ bool is_integral(DType t);  // excludes Bool
 bool is_unsigned(DType t);  // Bool counts as unsigned
 int itemsize(DType t);
 const char* mlir_name(DType t);  // i1, ui8, i8, ..., bf16, f32, complex<f32>
+// PyTorch's ScalarType name (Bool, Byte, Char, ..., BFloat16, Float, ComplexFloat), the word
+// its "... not implemented for 'Float'" errors use.
+const char* torch_name(DType t);
 // Real element type of a complex type (identity otherwise).
 DType real_type(DType t);
 

@@ -1,5 +1,7 @@
-// Creation ops: fill, zero, arange, linspace, eye.
+// Creation ops: fill, zero, arange, linspace, logspace, eye, tril/triu_indices.
 #include "lowering/elementwise_util.h"
+#include "lowering/index_util.h"
+#include "lowering/linalg_util.h"
 
 namespace tpu::lowering {
 
@@ -91,8 +93,19 @@ std::vector<Value> lower_eye(Ctx& c) {
   return {hlo::convert(c.b, diagonal, out.dtype)};
 }
 
+// tril_indices / triu_indices(row, col, offset, dtype, ...): the [2, count] coordinates of the
+// triangle of a row x col grid in row-major order (count came from meta).
+template <bool Lower>
+std::vector<Value> lower_tri_indices(Ctx& c) {
+  Value mask = linalg::tri_mask(c.b, {c.int_arg(0), c.int_arg(1)}, c.int_arg(2), Lower);
+  Value coords = idx::nonzero_coords(c.b, mask, c.out().shape[1], 0);
+  return {hlo::convert(c.b, hlo::transpose(c.b, coords, {1, 0}), c.out().dtype)};
+}
+
 }  // namespace
 
+TPU_LOWERING("aten::tril_indices", lower_tri_indices<true>);
+TPU_LOWERING("aten::triu_indices", lower_tri_indices<false>);
 TPU_LOWERING("aten::eye", lower_eye);
 TPU_LOWERING("aten::eye.m", lower_eye);
 TPU_LOWERING("aten::fill.Scalar", lower_fill);

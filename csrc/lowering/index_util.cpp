@@ -144,4 +144,34 @@ std::string out_of_bounds(int64_t dim, int64_t size) {
 std::string add_op(DType dtype) { return dtype == DType::Bool ? "stablehlo.or" : "stablehlo.add"; }
 std::string mul_op(DType dtype) { return dtype == DType::Bool ? "stablehlo.and" : "stablehlo.multiply"; }
 
+// Sorting flat indices with the false elements pushed past the end keeps row-major order.
+Value nonzero_coords(Builder& b, const Value& mask, int64_t count, int64_t fill) {
+  const Shape shape = mask.shape();
+  const int64_t n = mask.type.numel(), rank = mask.rank();
+  if (rank == 0) return hlo::full(b, Type{DType::I64, {count, 0}}, 0);
+  Type flat{DType::I64, {n}};
+  Value iota = hlo::iota(b, flat, 0);
+  Value keyed = hlo::select(b, hlo::reshape(b, mask, {n}), iota, hlo::add(b, iota, hlo::full(b, flat, double(n))));
+  if (count > n) keyed = hlo::concatenate(b, {keyed, hlo::full(b, Type{DType::I64, {count - n}}, double(2 * n))}, 0);
+  Value sorted = b.op_with_region(
+      "stablehlo.sort", {keyed}, {keyed.type}, "dimension = 0 : i64, is_stable = false",
+      {Type{DType::I64, {}}, Type{DType::I64, {}}},
+      [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+        return {hlo::compare(rb, a[0], a[1], "LT")};
+      })[0];
+  Type t{DType::I64, {count}};
+  Value flat_idx = hlo::slice(b, sorted, {0}, {count});
+  Value missing = hlo::compare(b, flat_idx, hlo::full(b, t, double(n)), "GE");
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
+  std::vector<Value> cols;
+  for (int64_t d = 0; d < rank; ++d) {
+    Value q = hlo::div(b, flat_idx, hlo::full(b, t, double(strides[d])));
+    Value r = b.op1("stablehlo.remainder", {q, hlo::full(b, t, double(shape[d]))}, t);
+    r = hlo::select(b, missing, hlo::full(b, t, double(fill)), r);
+    cols.push_back(hlo::reshape(b, r, {count, 1}));
+  }
+  return hlo::concatenate(b, cols, 1);
+}
+
 }  // namespace tpu::lowering::idx

@@ -71,4 +71,8 @@ std::string out_of_bounds(int64_t dim, int64_t size);
 std::string add_op(DType dtype);
 std::string mul_op(DType dtype);
 
+// Coordinates [count, rank] (int64) of the first `count` true elements of `mask`, in row-major
+// order (nonzero's result); rows past the number of true elements hold `fill`.
+Value nonzero_coords(Builder& b, const Value& mask, int64_t count, int64_t fill);
+
 }  // namespace tpu::lowering::idx

@@ -37,21 +37,9 @@ using ir::Type;
 using ir::Value;
 using Padding = std::vector<std::pair<int64_t, int64_t>>;
 
-std::string dtype_name(DType t) {
-  switch (t) {
-    case DType::I8: return "Char";
-    case DType::I16: return "Short";
-    case DType::I32: return "Int";
-    case DType::I64: return "Long";
-    case DType::U8: return "Byte";
-    case DType::Bool: return "Bool";
-    default: return ir::mlir_name(t);
-  }
-}
-
 void require_float(DType t, const char* op) {
   if (!ir::is_floating(t))
-    throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" + dtype_name(t) + "'");
+    throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" + ir::torch_name(t) + "'");
 }
 
 // CPU's avg_pool{2,3}d kernels also take int64 (no other integer type); its max_pool{2,3}d
