@@ -32,7 +32,7 @@ Value col(Builder& b, const Value& s, const Value& j) {
   return hlo::reshape(b, hlo::dynamic_slice(b, s, {i64(b, 0), j}, {n, 1}), {n});
 }
 Value row(Builder& b, const Value& s, const Value& i) {
-  int64_t n = s.dim(0);
+  int64_t n = s.dim(1);
   return hlo::reshape(b, hlo::dynamic_slice(b, s, {i, i64(b, 0)}, {1, n}), {n});
 }
 Value bcast(Builder& b, const Value& x, const Shape& shape) { return hlo::broadcast_in_dim(b, x, shape, {}); }
@@ -184,8 +184,115 @@ std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
   return {hlo::reshape(c.b, out[1], a.shape()), hlo::reshape(c.b, out[2], ps), hlo::reshape(c.b, out[3], batch)};
 }
 
+// --- linalg_ldl_solve: LAPACK sytrs (lower) on the factorization above ---------------------------
+
+Value elem(Builder& b, const Value& v, const Value& i) { return hlo::reshape(b, hlo::dynamic_slice(b, v, {i}, {1}), {}); }
+
+// x^T y over rows: [n] x [n, r] -> [r].
+Value vec_mat(Builder& b, const Value& x, const Value& y) { return hlo::dot_general(b, x, y, {}, {}, {0}, {0}, y.dtype()); }
+
+Value set_row(Builder& b, const Value& x, const Value& i, const Value& r) {
+  Type mt{DType::I64, x.shape()};
+  return hlo::select(b, hlo::compare(b, hlo::iota(b, mt, 0), bcast(b, i, x.shape()), "EQ"),
+                     hlo::broadcast_in_dim(b, r, x.shape(), {1}), x);
+}
+
+// Column j of ld, zero on and above row `from`.
+Value l_col(Builder& b, const Value& ld, const Value& j, const Value& from) {
+  int64_t n = ld.dim(0);
+  Value idx = hlo::iota(b, Type{DType::I64, {n}}, 0);
+  return hlo::select(b, hlo::compare(b, idx, bcast(b, from, {n}), "GT"), col(b, ld, j),
+                     hlo::full(b, Type{ld.dtype(), {n}}, 0));
+}
+
+// Forward pass: B := D^-1 L^-1 P^T B, one block of D per step.
+std::vector<Value> ldl_solve_forward(Builder& b, const std::vector<Value>& st) {
+  Value x = st[0], ld = st[1], piv = st[2], k = st[3];
+  int64_t n = ld.dim(0);
+  Value active = hlo::compare(b, k, i64(b, n), "LT");
+  Value kc = hlo::min(b, k, i64(b, n - 1));
+  Value k1 = hlo::min(b, hlo::add(b, kc, i64(b, 1)), i64(b, n - 1));
+  Value p = hlo::convert(b, elem(b, piv, kc), DType::I64);
+  Value two = hlo::compare(b, p, i64(b, 0), "LT");
+  Value one_s = hlo::constant(b, x.dtype(), 1);
+  // 1x1 block.
+  Value x1 = swap_rows(b, x, kc, hlo::sub(b, p, i64(b, 1)));
+  x1 = hlo::sub(b, x1, outer(b, l_col(b, ld, kc, kc), row(b, x1, kc)));
+  Value r1 = hlo::div(b, one_s, at2(b, ld, kc, kc));
+  x1 = set_row(b, x1, kc, hlo::mul(b, bcast(b, r1, {x.dim(1)}), row(b, x1, kc)));
+  // 2x2 block.
+  Value x2 = swap_rows(b, x, k1, hlo::sub(b, hlo::neg(b, p), i64(b, 1)));
+  x2 = hlo::sub(b, x2, outer(b, l_col(b, ld, kc, k1), row(b, x2, kc)));
+  x2 = hlo::sub(b, x2, outer(b, l_col(b, ld, k1, k1), row(b, x2, k1)));
+  Value akm1k = at2(b, ld, k1, kc);
+  Value akm1 = hlo::div(b, at2(b, ld, kc, kc), akm1k);
+  Value ak = hlo::div(b, at2(b, ld, k1, k1), akm1k);
+  Value denom = hlo::sub(b, hlo::mul(b, akm1, ak), one_s);
+  Shape rs{x.dim(1)};
+  Value bkm1 = hlo::div(b, row(b, x2, kc), bcast(b, akm1k, rs));
+  Value bk = hlo::div(b, row(b, x2, k1), bcast(b, akm1k, rs));
+  Value dn = bcast(b, denom, rs);
+  Value nk = hlo::div(b, hlo::sub(b, hlo::mul(b, bcast(b, ak, rs), bkm1), bk), dn);
+  Value nk1 = hlo::div(b, hlo::sub(b, hlo::mul(b, bcast(b, akm1, rs), bk), bkm1), dn);
+  x2 = set_row(b, set_row(b, x2, kc, nk), k1, nk1);
+  Value xn = hlo::select(b, two, x2, x1);
+  Value kn = hlo::add(b, kc, hlo::select(b, two, i64(b, 2), i64(b, 1)));
+  return {hlo::select(b, active, xn, x), ld, piv, hlo::select(b, active, kn, k)};
+}
+
+// Backward pass: B := P L^-T B, from the last block up.
+std::vector<Value> ldl_solve_backward(Builder& b, const std::vector<Value>& st) {
+  Value x = st[0], ld = st[1], piv = st[2], k = st[3];
+  Value active = hlo::compare(b, k, i64(b, 0), "GE");
+  Value kc = hlo::max(b, k, i64(b, 0));
+  Value km1 = hlo::max(b, hlo::sub(b, kc, i64(b, 1)), i64(b, 0));
+  Value p = hlo::convert(b, elem(b, piv, kc), DType::I64);
+  Value two = hlo::compare(b, p, i64(b, 0), "LT");
+  Value sub_k = hlo::sub(b, row(b, x, kc), vec_mat(b, l_col(b, ld, kc, kc), x));
+  Value sub_km1 = hlo::sub(b, row(b, x, km1), vec_mat(b, l_col(b, ld, km1, kc), x));
+  Value x1 = swap_rows(b, set_row(b, x, kc, sub_k), kc, hlo::sub(b, p, i64(b, 1)));
+  Value x2 = swap_rows(b, set_row(b, set_row(b, x, kc, sub_k), km1, sub_km1), kc,
+                       hlo::sub(b, hlo::neg(b, p), i64(b, 1)));
+  Value xn = hlo::select(b, two, x2, x1);
+  Value kn = hlo::sub(b, kc, hlo::select(b, two, i64(b, 2), i64(b, 1)));
+  return {hlo::select(b, active, xn, x), ld, piv, hlo::select(b, active, kn, k)};
+}
+
+// linalg_ldl_solve(LD, pivots, B, *, hermitian=False): A X = B with A = L D L^T from
+// ldl_factor (batch dimensions broadcast).
+std::vector<Value> lower_linalg_ldl_solve(Ctx& c) {
+  linalg::require_real(c.tensor(0), "linalg_ldl_solve");
+  const Type& ot = c.out();
+  if (ot.numel() == 0) return {hlo::full(c.b, ot, 0)};
+  Shape batch = linalg::batch_of(ot.shape);
+  Value ld = linalg::broadcast_batch(c.b, c.tensor(0), batch);
+  Value piv = linalg::broadcast_batch(c.b, c.tensor(1), batch, 1);
+  Value rhs = linalg::broadcast_batch(c.b, c.tensor(2), batch);
+  int64_t n = ld.dim(-1), r = rhs.dim(-1), count = 1;
+  for (int64_t d : batch) count *= d;
+  ld = hlo::reshape(c.b, ld, {count, n, n});
+  piv = hlo::reshape(c.b, piv, {count, n});
+  rhs = hlo::reshape(c.b, rhs, {count, n, r});
+  auto body = [n, r](Builder& b, const Value& i, const std::vector<Value>& st) -> std::vector<Value> {
+    Value z = i64(b, 0);
+    Value l = hlo::reshape(b, hlo::dynamic_slice(b, st[0], {i, z, z}, {1, n, n}), {n, n});
+    Value p = hlo::reshape(b, hlo::dynamic_slice(b, st[1], {i, z}, {1, n}), {n});
+    Value x = hlo::reshape(b, hlo::dynamic_slice(b, st[2], {i, z, z}, {1, n, r}), {n, r});
+    x = linalg::fori_loop(b, n, {x, l, p, z}, [](Builder& rb, const Value&, const std::vector<Value>& s) {
+          return ldl_solve_forward(rb, s);
+        })[0];
+    x = linalg::fori_loop(b, n, {x, l, p, i64(b, n - 1)}, [](Builder& rb, const Value&, const std::vector<Value>& s) {
+          return ldl_solve_backward(rb, s);
+        })[0];
+    return {st[0], st[1], hlo::dynamic_update_slice(b, st[2], hlo::reshape(b, x, {1, n, r}), {i, z, z})};
+  };
+  Value out = linalg::fori_loop(c.b, count, {ld, piv, rhs}, body)[2];
+  return {hlo::reshape(c.b, out, ot.shape)};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::linalg_ldl_factor_ex", lower_linalg_ldl_factor_ex);
+TPU_LOWERING("aten::linalg_ldl_solve", lower_linalg_ldl_solve);
 
 }  // namespace tpu::lowering
