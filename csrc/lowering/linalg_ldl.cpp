@@ -181,6 +181,13 @@ std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
   std::vector<Value> out = linalg::fori_loop(c.b, count, {flat, ld0, piv0, info0}, body);
   Shape ps = batch;
   ps.push_back(n);
+  if (c.bool_arg(2)) {
+    // check_errors: every matrix factored without an exactly zero pivot column.
+    Value worst = reduce::max(c.b, out[3], {0});
+    c.require(hlo::compare(c.b, worst, hlo::constant_int(c.b, DType::I32, 0), "EQ"),
+              "torch.linalg.ldl_factor_ex: the factorization could not be completed: the block diagonal D "
+              "is exactly singular (info > 0)");
+  }
   return {hlo::reshape(c.b, out[1], a.shape()), hlo::reshape(c.b, out[2], ps), hlo::reshape(c.b, out[3], batch)};
 }
 
