@@ -157,3 +157,48 @@ def test_ormqr(left, transpose):
     a, tau = torch.geqrf(randn(5, 3))
     c = (randn(5, 2) if left else randn(2, 5)).requires_grad_()
     check_op(lambda q, t, x: torch.ormqr(q, t, x, left=left, transpose=transpose), a, tau, c, grad=True, **TOL)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5), (4, 4)])
+def test_geqrf(shape):
+    a = randn(*shape)
+    check_op(torch.geqrf, a, **TOL)
+    check_op(torch.geqrf, noncontiguous(a), **TOL)
+
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("shapes", [((2, 5, 3), (2, 5, 2)), ((3, 5), (3, 2)), ((4, 3), (4,)), ((2, 3, 3), (1, 3, 2))])
+def test_lstsq(driver, shapes):
+    a = randn(*shapes[0]).requires_grad_()
+    b = randn(*shapes[1], seed=3).requires_grad_()
+    # Only the solution is differentiable; the other outputs are compared as values.
+    check_op(lambda x, y: torch.linalg.lstsq(x, y, driver=driver), a.detach(), b.detach(), **TOL)
+    check_op(lambda x, y: torch.linalg.lstsq(x, y, driver=driver).solution, a, b, grad=True, **TOL)
+
+
+def sym(*shape, seed=4):
+    a = randn(*shape, seed=seed)
+    return a + a.mT
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (3, 6, 6), (1, 1)])
+def test_ldl_factor(shape):
+    # Random symmetric matrices take both 1x1 and 2x2 pivots; the pivots must be LAPACK's.
+    a = sym(*shape)
+    check_op(torch.linalg.ldl_factor_ex, a, **TOL)
+    check_op(torch.linalg.ldl_factor, noncontiguous(a), **TOL)
+
+
+def test_ldl_factor_singular():
+    a = torch.zeros(4, 4)
+    a[1:, 1:] = torch.eye(3)
+    check_op(torch.linalg.ldl_factor_ex, a)
+
+
+@pytest.mark.parametrize("shapes", [((5, 5), (5, 3)), ((2, 6, 6), (6, 2)), ((6, 6), (2, 6, 1))])
+def test_ldl_solve(shapes):
+    a = sym(*shapes[0])
+    ld, piv = torch.linalg.ldl_factor(a)
+    b = randn(*shapes[1], seed=5)
+    check_op(torch.linalg.ldl_solve, ld, piv, b, **TOL)
+    check_op(torch.linalg.ldl_solve, ld, piv, noncontiguous(b), **TOL)

@@ -215,9 +215,20 @@ std::vector<Value> lower_ormqr(Ctx& c) {
   return {linalg::fori_loop(c.b, k, {x, a, tau}, body)[0]};
 }
 
+// geqrf(self) -> (a, tau): LAPACK's compact QR, R on and above the diagonal and the Householder
+// reflectors below it, exactly what linalg::geqrf keeps.
+std::vector<Value> lower_geqrf(Ctx& c) {
+  linalg::require_real(c.tensor(0), "geqrf");
+  Value a = c.tensor(0);
+  if (a.type.numel() == 0) return {a, hlo::full(c.b, c.out(1), 0)};
+  linalg::Householder f = linalg::geqrf(c.b, a);
+  return {f.a, f.tau};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::linalg_qr", lower_linalg_qr);
+TPU_LOWERING("aten::geqrf", lower_geqrf);
 TPU_LOWERING("aten::ormqr", lower_ormqr);
 TPU_LOWERING("aten::linalg_householder_product", lower_linalg_householder_product);
 
