@@ -24,6 +24,8 @@
 
 #include <limits>
 
+#include "aten/tpu_tensor.h"
+
 namespace tpu::aten {
 
 namespace {
@@ -138,8 +140,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
   for (int i = 0; i < 4; ++i) {
     TORCH_CHECK(outs[i]->scalar_type() == vals[i]->scalar_type(), "Expected out tensor to have dtype ",
                 vals[i]->scalar_type(), ", but got ", outs[i]->scalar_type(), " instead");
-    at::native::resize_output(*outs[i], vals[i]->sizes());
-    outs[i]->copy_(*vals[i]);
+    into(*outs[i], *vals[i]);
   }
   return {solution, residuals, rank, singular_values};
 }
