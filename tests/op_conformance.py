@@ -32,9 +32,25 @@ DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.int64: "i64",
 # Tolerances. torch.testing.assert_close's per-dtype defaults (f32: atol 1e-5, rtol 1.3e-6; bf16:
 # atol 1e-5, rtol 1.6e-2; integers and bools exact) unless the OpInfo entry itself declares a
 # toleranceOverride for PyTorch's device-vs-CPU test (TestCommon.test_compare_cpu). Any further
-# loosening goes into LOOSENED with the measured error and why it is inherent; none so far.
+# loosening goes into LOOSENED with the measured error and why it is inherent. Each one below was
+# measured over all the entry's float32 samples against a float64 evaluation of the same op
+# (CPU): the tpu result is as close to float64 as CPU's own, and the two float32 results differ
+# only because they round differently (`python tools/rounding_error.py [--grad] ENTRY`).
 LOOSENED = {
-    # "entry name": {torch.float32: (atol, rtol)},  # measured error, reason
+    # Sums of 30-50 products: |tpu - cpu| <= 6.1e-5 on outputs up to 367, with |tpu - f64| <=
+    # 2.0e-5 and |cpu - f64| <= 5.4e-5. f32 summation order (XLA's dot vs MKL's gemm); small
+    # outputs that cancel miss atol 1e-5.
+    "addbmm": {torch.float32: (1e-4, 1.3e-6)},
+    # |tpu - cpu| <= 3.1e-5 on outputs up to 251, |tpu - f64| <= 2.3e-5 and |cpu - f64| <=
+    # 2.2e-5: XLA's FFT and pocketfft factor the transform differently.
+    "fft.hfft2": {torch.float32: (5e-5, 1.3e-6)},
+    # CPU's float32 i1 is 2.1e-4 from float64 at 629 (about 5 ulp), the tpu's 2.7e-5; PyTorch's
+    # own override (atol 1e-4, rtol 0) leaves no room for a result closer to the true value.
+    "special.i1": {torch.float32: (1e-4, 1e-6)},
+    # The backward formula cancels large terms: gradient differences |tpu - cpu| <= 6.9e-5 on
+    # gradients up to 89, with |tpu - f64| <= 2.9e-5 and |cpu - f64| <= 4.4e-5.
+    "linalg.lstsq": {torch.float32: (1e-4, 1.3e-6)},
+    "linalg.lstsq.grad_oriented": {torch.float32: (1e-4, 1.3e-6)},
 }
 
 
