@@ -12,6 +12,7 @@ import os
 import pytest
 import torch
 from op_conformance import check_entry, entries
+from device_results import device_results
 from tie_order import tie_invariant
 
 RESULTS = os.path.join(os.path.dirname(__file__), "..", "docs", "op_coverage.json")
@@ -90,3 +91,19 @@ def test_tie_order_rejects_an_index_that_is_not_a_valid_choice(bad):
 
 def test_tie_order_keeps_stable_sort_indices_exact():
     assert tie_invariant("sort", _sort_sample(torch.tensor([1, 1]), stable=True), []) is None
+
+
+def test_eval_batch_norm_statistics_are_checked_against_the_running_stats():
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    x, mean, var = torch.randn(3, 2, 4), torch.randn(2), torch.rand(2) + 0.5
+    sample = SampleInput(x, args=(None, None, mean, var, False, 0.1, 1e-5))
+    out = torch.nn.functional.batch_norm(x, mean, var, eps=1e-5)
+    stats = [mean, (var + 1e-5).rsqrt()]
+    cpu = [out, torch.empty(0), torch.empty(0)]
+    act, exp = device_results("native_batch_norm", sample, [out, *stats], cpu)
+    assert len(act) == len(exp) == 1
+    with pytest.raises(AssertionError):
+        device_results("native_batch_norm", sample, [out, stats[0] + 1e-3, stats[1]], cpu)
+    train = SampleInput(x, args=(None, None, mean, var, True, 0.1, 1e-5))
+    assert device_results("native_batch_norm", train, cpu, cpu) is None

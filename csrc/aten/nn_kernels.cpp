@@ -21,6 +21,8 @@
 
 #include <sstream>
 
+#include "aten/tpu_tensor.h"
+
 namespace tpu::aten {
 
 namespace {
@@ -114,6 +116,39 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
   return at::_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps);
 }
 
+// out= forms: the functional op, then its three results resized into the out tensors (their
+// schemas also write running_mean/var, so register.cpp does not pair them with a functional).
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> into3(std::tuple<at::Tensor, at::Tensor, at::Tensor> r,
+                                                         at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+  into(out, std::get<0>(r));
+  into(save_mean, std::get<1>(r));
+  into(save_invstd, std::get<2>(r));
+  return {out, save_mean, save_invstd};
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_out(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps, at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+  return into3(native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps), out,
+               save_mean, save_invstd);
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_legit_out(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, bool training, double momentum, double eps, at::Tensor& out,
+    at::Tensor& save_mean, at::Tensor& save_invstd) {
+  return into3(at::_native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps),
+               out, save_mean, save_invstd);
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_legit_no_stats_out(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    bool training, double momentum, double eps, at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+  return into3(at::_native_batch_norm_legit(input, weight, bias, training, momentum, eps), out, save_mean,
+               save_invstd);
+}
+
 // The margin losses' backward ops have no meta kernel either; their gradient is shaped like self
 // (contiguous, as the CPU kernels return it).
 at::Tensor multi_margin_loss_backward_meta(const at::Tensor& grad_output, const at::Tensor& self,
@@ -137,6 +172,11 @@ TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("multilabel_margin_loss_backward", TORCH_FN(multilabel_margin_loss_backward_meta));
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("native_batch_norm", TORCH_FN(native_batch_norm)); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_batch_norm", TORCH_FN(native_batch_norm));
+  m.impl("native_batch_norm.out", TORCH_FN(native_batch_norm_out));
+  m.impl("_native_batch_norm_legit.out", TORCH_FN(native_batch_norm_legit_out));
+  m.impl("_native_batch_norm_legit.no_stats_out", TORCH_FN(native_batch_norm_legit_no_stats_out));
+}
 
 }  // namespace tpu::aten
