@@ -8,20 +8,23 @@ namespace {
 
 bool is_reduced_float(c10::ScalarType t) { return t == c10::kBFloat16 || t == c10::kHalf; }
 
-// CPU's layer_norm (is_mixed_type in aten/src/ATen/native/layer_norm.h): a bf16/f16 input with
-// float weight or bias is "mixed" and keeps float mean/rstd; otherwise (no parameters, or
-// parameters in the input's dtype) mean/rstd are in the input's dtype. The meta kernel always
-// makes them float for a reduced input.
-void fix_native_layer_norm(const std::vector<c10::IValue>& args, std::vector<c10::IValue>& out) {
-  if (args.size() < 4 || out.size() != 3 || !args[0].isTensor()) return;
+// CPU's layer_norm and batch_norm kernels (is_mixed_type in aten/src/ATen/native/layer_norm.h
+// and batch_norm.h): a bf16/f16 input with a float parameter is "mixed" and keeps float
+// statistics; otherwise (no parameters, or parameters in the input's dtype) the saved
+// statistics (returns `stats`) are in the input's dtype. The meta kernels always make them float
+// for a reduced input.
+void stats_in_input_dtype(const std::vector<c10::IValue>& args, std::vector<c10::IValue>& out,
+                          std::initializer_list<size_t> params, std::initializer_list<size_t> stats) {
+  if (args.empty() || !args[0].isTensor()) return;
   c10::ScalarType in = args[0].toTensor().scalar_type();
   if (!is_reduced_float(in)) return;
-  for (int i : {2, 3}) {
-    if (args[i].isTensor() && args[i].toTensor().defined() && args[i].toTensor().scalar_type() == c10::kFloat)
+  for (size_t i : params) {
+    if (i < args.size() && args[i].isTensor() && args[i].toTensor().defined() &&
+        args[i].toTensor().scalar_type() == c10::kFloat)
       return;  // mixed type: float statistics, as the meta kernel says
   }
-  for (int k : {1, 2}) {
-    if (out[k].isTensor() && out[k].toTensor().defined()) out[k] = out[k].toTensor().to(in);
+  for (size_t k : stats) {
+    if (k < out.size() && out[k].isTensor() && out[k].toTensor().defined()) out[k] = out[k].toTensor().to(in);
   }
 }
 
@@ -29,8 +32,16 @@ void fix_native_layer_norm(const std::vector<c10::IValue>& args, std::vector<c10
 
 void fix_meta_results(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                       std::vector<c10::IValue>& out) {
-  const c10::OperatorName& name = op.schema().operator_name();
-  if (name.name == "aten::native_layer_norm" && name.overload_name.empty()) fix_native_layer_norm(args, out);
+  const std::string& name = op.schema().operator_name().name;
+  const std::string& overload = op.schema().operator_name().overload_name;
+  if (name == "aten::native_layer_norm" && overload.empty()) {
+    stats_in_input_dtype(args, out, {2, 3}, {1, 2});
+  } else if (name == "aten::_native_batch_norm_legit" && overload == "no_stats") {
+    stats_in_input_dtype(args, out, {1, 2}, {1, 2});
+  } else if ((name == "aten::_native_batch_norm_legit" && overload.empty()) ||
+             name == "aten::_native_batch_norm_legit_no_training" || name == "aten::_batch_norm_with_update") {
+    if (overload.empty()) stats_in_input_dtype(args, out, {1, 2, 3, 4}, {1, 2});
+  }
 }
 
 }  // namespace tpu::aten

@@ -331,6 +331,7 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
       }
       std::vector<c10::IValue> meta_args;
       std::vector<c10::IValue> out = run_meta(op, args, &meta_args);
+      fix_meta_results(op, args, out);
       for (int w : bind.written) {
         std::vector<at::Tensor> ts;
         collect_tensors(meta_args[w], ts);
