@@ -1,6 +1,7 @@
 #include "aten/meta_fixups.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 
 namespace tpu::aten {
 
@@ -38,7 +39,14 @@ void fix_meta_results(const c10::OperatorHandle& op, const std::vector<c10::IVal
     stats_in_input_dtype(args, out, {2, 3}, {1, 2});
   } else if (name == "aten::_native_batch_norm_legit" && overload == "no_stats") {
     stats_in_input_dtype(args, out, {1, 2}, {1, 2});
-  } else if ((name == "aten::_native_batch_norm_legit" && overload.empty()) ||
+  } else if (name == "aten::_native_batch_norm_legit" && overload.empty()) {
+    stats_in_input_dtype(args, out, {1, 2, 3, 4}, {1, 2});
+    // In eval mode (training=false) CPU's kernel returns empty save_mean / save_invstd.
+    if (args.size() > 5 && args[5].isBool() && !args[5].toBool()) {
+      for (size_t k : {1, 2})
+        if (out.size() > k && out[k].isTensor()) out[k] = at::empty({0}, out[k].toTensor().options());
+    }
+  } else if (
              name == "aten::_native_batch_norm_legit_no_training" || name == "aten::_batch_norm_with_update") {
     if (overload.empty()) stats_in_input_dtype(args, out, {1, 2, 3, 4}, {1, 2});
   }

@@ -143,8 +143,10 @@ std::vector<Value> eval(Ctx& c, int rm, int rv, const Value& eps) {
 // momentum, eps): (running_mean, running_var) written, then (out, save_mean, save_invstd).
 std::vector<Value> lower_batch_norm_legit(Ctx& c) {
   if (!c.bool_arg(5)) {
+    // save_mean / save_invstd are empty in eval mode, as on CPU (aten/meta_fixups.cpp).
     std::vector<Value> e = eval(c, 3, 4, c.tensor(7));
-    return {c.tensor(3), c.tensor(4), finish(c, e[0], 2), finish(c, e[1], 3), finish(c, e[2], 4)};
+    auto saved = [&](int i, int k) { return c.out(k).numel() == 0 ? hlo::full(c.b, c.out(k), 0) : finish(c, e[i], k); };
+    return {c.tensor(3), c.tensor(4), finish(c, e[0], 2), saved(1, 3), saved(2, 4)};
   }
   TrainResult r = train(c, 3, 4, c.tensor(6), c.tensor(7));
   return {r.running_mean, r.running_var, finish(c, r.out, 2), finish(c, r.mean, 3), finish(c, r.invstd, 4)};
