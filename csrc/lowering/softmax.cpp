@@ -2,7 +2,7 @@
 // once (the CPU kernels do the same); half_to_float makes the result float (out_types says so).
 // One exception, to match CPU bit for bit: CPU's last-dim log_softmax kernel keeps its per-row
 // sum of exponentials and its log in the input's dtype (bf16/f16 scratch arrays), so both are
-// rounded there before the final float subtraction; along other dims only the log is rounded.
+// rounded there before the final float subtraction; along other dims it works in float.
 #include "lowering/hlo.h"
 #include "lowering/precision.h"
 #include "lowering/reduce_util.h"
@@ -58,9 +58,12 @@ std::vector<Value> lower_log_softmax(Ctx& c) {
   bool reduced = precision::is_reduced(in) && c.out().dtype == in;
   auto round = [&](const Value& v) { return precision::round_to(b, v, in); };
   bool last_dim = dim == c.tensor(0).rank() - 1 || c.tensor(0).rank() == 0;
-  if (reduced && last_dim) s = round(s);
-  Value lse = hlo::unary(b, "stablehlo.log", s);
-  if (reduced) lse = round(lse);
+  Value lse;
+  if (reduced && last_dim) {
+    lse = round(hlo::unary(b, "stablehlo.log", round(s)));
+  } else {
+    lse = hlo::unary(b, "stablehlo.log", s);
+  }
   return {finish(c, hlo::sub(b, z, reduce::expand_back(b, lse, x.shape(), {dim})))};
 }
 
