@@ -7,7 +7,11 @@
 // spatial positions in float for bf16/f16; save_invstd = 1 / sqrt(var_sum / n + eps); the
 // running variance takes the unbiased var_sum / (n - 1):
 //   running = momentum * batch_stat + (1 - momentum) * running.
+// For bf16/f16 (with parameters in the same dtype) CPU stores mean and var_sum in that dtype,
+// divides var_sum by n in it too, rounds invstd, and normalises with those rounded statistics
+// as fma(x, invstd * w, b - mean * invstd * w) in float (train_reduced below).
 #include "lowering/hlo.h"
+#include "lowering/precision.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
@@ -95,7 +99,24 @@ TrainResult train(Ctx& c, int rm, int rv, const Value& momentum, const Value& ep
   Value invstd = hlo::div(b, hlo::full(b, var.type, 1),
                           hlo::unary(b, "stablehlo.sqrt", hlo::add(b, var, scalar_to(b, eps, acc, var.shape()))));
   TrainResult r;
-  r.out = normalize(c, x, s.mean, invstd, 1, 2);
+  DType narrow = c.out(rm >= 0 ? 3 : 1).dtype;
+  if (precision::is_reduced(narrow)) {
+    auto round = [&](const Value& v) { return precision::round_to(b, v, narrow); };
+    s.mean = round(s.mean);
+    s.var_sum = round(s.var_sum);
+    var = round(hlo::div(b, s.var_sum, hlo::full(b, s.var_sum.type, s.n)));
+    // In f64 so that XLA's rsqrt (an ulp off at times) is not what gets rounded.
+    Value v64 = hlo::convert(b, hlo::add(b, var, scalar_to(b, eps, acc, var.shape())), DType::F64);
+    invstd = round(hlo::convert(b, hlo::unary(b, "stablehlo.rsqrt", v64), acc));
+    Value alpha = invstd;
+    if (c.has(1)) alpha = hlo::mul(b, alpha, hlo::convert(b, c.tensor(1), acc));
+    Value beta = hlo::neg(b, hlo::mul(b, s.mean, alpha));
+    if (c.has(2)) beta = hlo::add(b, hlo::convert(b, c.tensor(2), acc), beta);
+    auto wide = [&](const Value& v) { return hlo::convert(b, per_channel(b, v, x.shape()), DType::F64); };
+    r.out = hlo::convert(b, hlo::add(b, hlo::mul(b, hlo::convert(b, x, DType::F64), wide(alpha)), wide(beta)), acc);
+  } else {
+    r.out = normalize(c, x, s.mean, invstd, 1, 2);
+  }
   r.mean = s.mean;
   r.invstd = invstd;
   if (rm >= 0) {
@@ -122,8 +143,10 @@ std::vector<Value> eval(Ctx& c, int rm, int rv, const Value& eps) {
 // momentum, eps): (running_mean, running_var) written, then (out, save_mean, save_invstd).
 std::vector<Value> lower_batch_norm_legit(Ctx& c) {
   if (!c.bool_arg(5)) {
+    // save_mean / save_invstd are empty in eval mode, as on CPU (aten/meta_fixups.cpp).
     std::vector<Value> e = eval(c, 3, 4, c.tensor(7));
-    return {c.tensor(3), c.tensor(4), finish(c, e[0], 2), finish(c, e[1], 3), finish(c, e[2], 4)};
+    auto saved = [&](int i, int k) { return c.out(k).numel() == 0 ? hlo::full(c.b, c.out(k), 0) : finish(c, e[i], k); };
+    return {c.tensor(3), c.tensor(4), finish(c, e[0], 2), saved(1, 3), saved(2, 4)};
   }
   TrainResult r = train(c, 3, 4, c.tensor(6), c.tensor(7));
   return {r.running_mean, r.running_var, finish(c, r.out, 2), finish(c, r.mean, 3), finish(c, r.invstd, 4)};

@@ -40,7 +40,11 @@ struct Stats {
   Value mean, rstd;  // reduced over dims, accumulation dtype
 };
 
-Stats stats(Builder& b, const Value& x, const std::vector<int64_t>& dims, const Value& eps) {
+// cpu_rsqrt: 1 / sqrt(var + eps) correctly rounded, as CPU computes it. XLA's f32 rsqrt can be an
+// ulp off (and XLA rewrites 1 / sqrt into it), which the bf16 path's fma form below makes
+// visible, so it is computed in f64 and rounded once.
+Stats stats(Builder& b, const Value& x, const std::vector<int64_t>& dims, const Value& eps,
+            bool cpu_rsqrt = false) {
   double n = static_cast<double>(reduce::count(x.shape(), dims));
   Value mean = reduce::sum(b, x, dims);
   mean = hlo::div(b, mean, hlo::full(b, mean.type, n));
@@ -48,7 +52,12 @@ Stats stats(Builder& b, const Value& x, const std::vector<int64_t>& dims, const 
   Value var = reduce::sum(b, hlo::mul(b, dev, dev), dims);
   var = hlo::div(b, var, hlo::full(b, var.type, n));
   Value e = hlo::broadcast_in_dim(b, hlo::convert(b, eps, var.dtype()), var.shape(), {});
-  return {mean, hlo::unary(b, "stablehlo.rsqrt", hlo::add(b, var, e))};
+  Value ve = hlo::add(b, var, e);
+  if (cpu_rsqrt) {
+    Value r = hlo::unary(b, "stablehlo.rsqrt", hlo::convert(b, ve, DType::F64));
+    return {mean, hlo::convert(b, r, ve.dtype())};
+  }
+  return {mean, hlo::unary(b, "stablehlo.rsqrt", ve)};
 }
 
 std::vector<int64_t> range(int64_t lo, int64_t hi) {
@@ -65,9 +74,23 @@ std::vector<Value> lower_layer_norm(Ctx& c) {
   x = hlo::convert(b, x, acc);
   int64_t axis = x.rank() - static_cast<int64_t>(c.ints(1).size());
   std::vector<int64_t> dims = range(axis, x.rank());
-  Stats s = stats(b, x, dims, c.tensor(4));
-  Value y = hlo::mul(b, hlo::sub(b, x, reduce::expand_back(b, s.mean, x.shape(), dims)),
-                     reduce::expand_back(b, s.rstd, x.shape(), dims));
+  bool reduced = acc != c.tensor(0).dtype();
+  Stats s = stats(b, x, dims, c.tensor(4), reduced);
+  Value y;
+  if (reduced) {
+    // bf16/f16: CPU normalises as fma(x, rstd, -mean * rstd) in float, which for a tiny
+    // variance differs visibly from (x - mean) * rstd; the fma is exact in f64 (a product of two
+    // floats fits) up to the final rounding.
+    Value nb = hlo::neg(b, hlo::mul(b, s.mean, s.rstd));
+    auto wide = [&](const Value& v) {
+      return hlo::convert(b, reduce::expand_back(b, v, x.shape(), dims), DType::F64);
+    };
+    Value prod = hlo::mul(b, hlo::convert(b, x, DType::F64), wide(s.rstd));
+    y = hlo::convert(b, hlo::add(b, prod, wide(nb)), acc);
+  } else {
+    y = hlo::mul(b, hlo::sub(b, x, reduce::expand_back(b, s.mean, x.shape(), dims)),
+                 reduce::expand_back(b, s.rstd, x.shape(), dims));
+  }
   if (c.has(2)) y = hlo::mul(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor(2), acc), x.shape()));
   if (c.has(3)) y = hlo::add(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor(3), acc), x.shape()));
   return {finish(c, y, 0), finish(c, s.mean, 1), finish(c, s.rstd, 2)};

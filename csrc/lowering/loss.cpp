@@ -4,6 +4,7 @@
 // the reduction, which then accumulates in float: the order of roundings of the CPU kernels
 // (elementwise kernel, then loss.mean() / loss.sum()).
 #include "lowering/hlo.h"
+#include "lowering/precision.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
@@ -123,23 +124,25 @@ std::vector<Value> lower_bce_backward(Ctx& c) {
 
 // binary_cross_entropy_with_logits(self, target, weight?, pos_weight?, reduction):
 //   (1 - t) * x - log_sigmoid(x) * (pos_weight ? (pos_weight - 1) * t + 1 : 1), times weight,
-// with log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)).
+// with log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)). PyTorch composes it from tensor ops, so
+// for bf16/f16 every intermediate is rounded to the result dtype (`r` below) as on CPU.
 std::vector<Value> lower_bce_with_logits(Ctx& c) {
   Builder& b = c.b;
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType out = c.out().dtype, acc = reduce::acc_type(out);
+  auto r = [&](const Value& v) { return precision::round_to(b, v, out); };
   Shape s = loss_shape(c, {0, 1, 2, 3});
   Value x = arg_as(c, 0, acc, s), t = arg_as(c, 1, acc, s);
   Value zero = scalar(b, x, 0), one = scalar(b, x, 1);
-  Value ls = hlo::sub(b, hlo::min(b, x, zero),
-                      hlo::unary(b, "stablehlo.log_plus_one",
-                                 hlo::unary(b, "stablehlo.exponential",
-                                            hlo::neg(b, hlo::unary(b, "stablehlo.abs", x)))));
+  Value ls = r(hlo::sub(b, hlo::min(b, x, zero),
+                        hlo::unary(b, "stablehlo.log_plus_one",
+                                   hlo::unary(b, "stablehlo.exponential",
+                                              hlo::neg(b, hlo::unary(b, "stablehlo.abs", x))))));
   if (c.has(3)) {
     Value pw = arg_as(c, 3, acc, s);
-    ls = hlo::mul(b, ls, hlo::add(b, hlo::mul(b, hlo::sub(b, pw, one), t), one));
+    ls = r(hlo::mul(b, ls, r(hlo::add(b, r(hlo::mul(b, r(hlo::sub(b, pw, one)), t)), one))));
   }
-  Value loss = hlo::sub(b, hlo::mul(b, hlo::sub(b, one, t), x), ls);
-  if (c.has(2)) loss = hlo::mul(b, loss, arg_as(c, 2, acc, s));
+  Value loss = r(hlo::sub(b, r(hlo::mul(b, r(hlo::sub(b, one, t)), x)), ls));
+  if (c.has(2)) loss = r(hlo::mul(b, loss, arg_as(c, 2, acc, s)));
   return {apply_reduction(c, loss, c.int_arg(4))};
 }
 

@@ -6,6 +6,7 @@
 // an f32 result) and the add-forms combine beta*self + alpha*product in float32 before a single
 // rounding to the result dtype.
 #include "lowering/hlo.h"
+#include "lowering/precision.h"
 #include "lowering/registry.h"
 
 namespace tpu::lowering {
@@ -145,6 +146,26 @@ std::vector<Value> lower_addmv(Ctx& c) {
   return {add_form(c, 0, 3, 4, p)};
 }
 
+// addr for bf16/f16: CPU's kernel evaluates beta * self + alpha * vec1 * vec2 in the reduced
+// dtype itself, each multiply and the add rounded (beta and alpha too), left to right.
+Value addr_reduced(Ctx& c, const Value& a, const Value& b) {
+  const ir::Type& out = c.out();
+  DType acc = a.dtype();
+  auto round = [&](const Value& v) { return precision::round_to(c.b, v, out.dtype); };
+  auto scalar = [&](int i) { return hlo::broadcast_to(c.b, round(hlo::convert(c.b, c.tensor(i), acc)), out.shape); };
+  Value p = a;
+  if (c.has(4)) p = round(hlo::mul(c.b, scalar(4), p));
+  p = round(hlo::mul(c.b, p, b));
+  Value self = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(0), acc), out.shape);
+  Value term = self;
+  if (c.has(3)) {
+    Value beta = scalar(3);
+    Value zero = hlo::full(c.b, ir::Type{acc, out.shape}, 0);
+    term = hlo::select(c.b, hlo::compare(c.b, beta, zero, "EQ"), zero, round(hlo::mul(c.b, beta, self)));
+  }
+  return hlo::convert(c.b, hlo::add(c.b, term, p), out.dtype);
+}
+
 // addr(self, vec1, vec2, *, beta, alpha): the outer product is an elementwise product.
 std::vector<Value> lower_addr(Ctx& c) {
   const ir::Type& out = c.out();
@@ -153,6 +174,7 @@ std::vector<Value> lower_addr(Ctx& c) {
   ir::Shape shape{v1.shape()[0], v2.shape()[0]};
   Value a = hlo::broadcast_in_dim(c.b, v1, shape, {0});
   Value b = hlo::broadcast_in_dim(c.b, v2, shape, {1});
+  if (precision::is_reduced(out.dtype)) return {addr_reduced(c, hlo::broadcast_to(c.b, a, out.shape), hlo::broadcast_to(c.b, b, out.shape))};
   Value p = acc == DType::Bool ? hlo::binary(c.b, "stablehlo.and", a, b) : hlo::mul(c.b, a, b);
   return {add_form(c, 0, 3, 4, p)};
 }

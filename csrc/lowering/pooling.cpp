@@ -23,6 +23,7 @@
 
 #include "lowering/hlo.h"
 #include "lowering/index_util.h"
+#include "lowering/precision.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
@@ -367,6 +368,71 @@ Value adaptive_divisor(Builder& b, const Shape& in, const Shape& out_full, DType
   return div;
 }
 
+// x [B, in...] (float) with dimension d (size in) replaced by [out, k]: the k positions of each
+// adaptive window, zeros past the end of windows shorter than k.
+Value adaptive_windows_zero_padded(Builder& b, const Value& x, int d, int64_t out) {
+  int64_t in = x.dim(d);
+  int64_t k = 0;
+  for (int64_t o = 0; o < out; ++o) k = std::max(k, window_end(o, in, out) - window_start(o, in, out));
+  std::vector<int64_t> low(x.rank(), 0), high(x.rank(), 0);
+  high[d] = 1;  // position `in` is a zero
+  Value padded = hlo::pad(b, x, hlo::constant(b, x.dtype(), 0), low, high, std::vector<int64_t>(x.rank(), 0));
+  std::vector<int64_t> pos;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t p = window_start(o, in, out) + j;
+      pos.push_back(p < window_end(o, in, out) ? p : in);
+    }
+  Value index = hlo::reshape(b, i64_vector(b, pos), {out * k, 1});
+  idx::GatherDims g;
+  for (int i = 0; i < x.rank(); ++i)
+    if (i != d) g.offset_dims.push_back(i);
+  g.collapsed_slice_dims = {d};
+  g.start_index_map = {d};
+  g.index_vector_dim = 1;
+  g.slice_sizes = padded.shape();
+  g.slice_sizes[d] = 1;
+  Value r = idx::gather(b, padded, index, g);
+  Shape s = x.shape();
+  s[d] = out;
+  s.insert(s.begin() + d + 1, k);
+  return hlo::reshape(b, r, s);
+}
+
+// CPU's adaptive_avg_pool3d kernel sums each window in the input's dtype (bf16/f16: a rounding
+// after every add, in d, h, w order) and divides by the window's depth, height and width in
+// turn, rounding each time. x: planes [B, D, H, W] in float holding reduced-dtype values.
+// Empty Value when the windows are too large to unroll (the float path is used then).
+Value adaptive_avg_pool3d_reduced(Builder& b, const Value& x, const Shape& out, DType narrow) {
+  Shape in = spatial(x.shape(), 3);
+  int64_t ks[3], positions = 1;
+  for (int d = 0; d < 3; ++d) {
+    ks[d] = 0;
+    for (int64_t o = 0; o < out[d]; ++o)
+      ks[d] = std::max(ks[d], window_end(o, in[d], out[d]) - window_start(o, in[d], out[d]));
+    positions *= ks[d];
+  }
+  if (positions > 512) return Value();
+  Value v = x;
+  for (int d = 0; d < 3; ++d) v = adaptive_windows_zero_padded(b, v, 1 + 2 * d, out[d]);
+  const Shape& vs = v.shape();  // [B, oD, kD, oH, kH, oW, kW]
+  Shape res = {vs[0], out[0], out[1], out[2]};
+  Value acc = hlo::full(b, Type{x.dtype(), res}, 0);
+  for (int64_t i = 0; i < ks[0]; ++i)
+    for (int64_t j = 0; j < ks[1]; ++j)
+      for (int64_t k = 0; k < ks[2]; ++k) {
+        std::vector<int64_t> start = {0, 0, i, 0, j, 0, k}, limit = vs;
+        limit[2] = i + 1, limit[4] = j + 1, limit[6] = k + 1;
+        Value e = hlo::reshape(b, hlo::slice(b, v, start, limit, std::vector<int64_t>(7, 1)), res);
+        acc = precision::round_to(b, hlo::add(b, acc, e), narrow);
+      }
+  for (int d = 0; d < 3; ++d) {
+    Value n = hlo::broadcast_in_dim(b, window_counts(b, in[d], out[d], x.dtype()), res, {d + 1});
+    acc = precision::round_to(b, hlo::div(b, acc, n), narrow);
+  }
+  return acc;
+}
+
 // _adaptive_avg_pool{2,3}d(self, output_size)
 template <int N>
 std::vector<Value> lower_adaptive_avg_pool(Ctx& c) {
@@ -376,6 +442,10 @@ std::vector<Value> lower_adaptive_avg_pool(Ctx& c) {
   DType acc = reduce::acc_type(c.out().dtype);
   x = hlo::convert(b, x, acc);
   Shape in = spatial(x.shape(), N), out = spatial(c.out().shape, N);
+  if (N == 3 && precision::is_reduced(c.out().dtype) && x.type.numel() > 0) {
+    Value r = adaptive_avg_pool3d_reduced(b, x, out, c.out().dtype);
+    if (r.valid()) return {finish(c, r)};
+  }
   Value s = x;
   for (int d = 0; d < N; ++d) s = adaptive_sum_dim(b, s, d + 1, out[d]);
   return {finish(c, hlo::div(b, s, adaptive_divisor(b, in, s.shape(), acc)))};

@@ -1,6 +1,10 @@
 // _softmax / _log_softmax and their backward ops. bf16/f16 are computed in float and rounded
 // once (the CPU kernels do the same); half_to_float makes the result float (out_types says so).
+// One exception, to match CPU bit for bit: CPU's last-dim log_softmax kernel keeps its per-row
+// sum of exponentials and its log in the input's dtype (bf16/f16 scratch arrays), so both are
+// rounded there before the final float subtraction; along other dims it works in float.
 #include "lowering/hlo.h"
+#include "lowering/precision.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
@@ -49,7 +53,17 @@ std::vector<Value> lower_log_softmax(Ctx& c) {
   if (x.dim(dim) == 0) return {finish(c, x)};
   Value z = shifted(b, x, dim);
   Value s = reduce::sum(b, hlo::unary(b, "stablehlo.exponential", z), {dim});
-  Value lse = hlo::unary(b, "stablehlo.log", s);
+  // CPU rounds through the input's reduced dtype (see the file comment).
+  DType in = c.tensor(0).dtype();
+  bool reduced = precision::is_reduced(in) && c.out().dtype == in;
+  auto round = [&](const Value& v) { return precision::round_to(b, v, in); };
+  bool last_dim = dim == c.tensor(0).rank() - 1 || c.tensor(0).rank() == 0;
+  Value lse;
+  if (reduced && last_dim) {
+    lse = round(hlo::unary(b, "stablehlo.log", round(s)));
+  } else {
+    lse = hlo::unary(b, "stablehlo.log", s);
+  }
   return {finish(c, hlo::sub(b, z, reduce::expand_back(b, lse, x.shape(), {dim})))};
 }
 
