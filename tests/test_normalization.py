@@ -155,7 +155,9 @@ def test_batch_norm_internal_ops():
         rv,
         grad=True,
     )
-    # Eval: CPU returns empty save_mean / save_invstd from native_batch_norm, and so does tpu.
+    # Eval: save_mean / save_invstd are the running mean and 1 / sqrt(running_var + eps) on
+    # non-CPU devices (PyTorch's decomposition documents the difference; CPU returns empty
+    # tensors), so only the output is compared with CPU.
     y = aten.native_batch_norm(
         x.detach().to("tpu"),
         w.detach().to("tpu"),
@@ -170,7 +172,8 @@ def test_batch_norm_internal_ops():
         y[0],
         aten.native_batch_norm(x.detach(), w.detach(), b.detach(), rm, rv, False, 0.2, 1e-3)[0],
     )
-    assert y[1].shape == (0,) and y[2].shape == (0,)
+    assert_same(y[1], rm)
+    assert_same(y[2], (rv + 1e-3).rsqrt(), atol=1e-6, rtol=1e-6)
     check_op(
         lambda a, ww, bb, m, v: aten._native_batch_norm_legit_no_training(
             a, ww, bb, m, v, 0.2, 1e-3
