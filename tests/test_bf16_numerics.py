@@ -32,6 +32,23 @@ def same(fn, *args):
         torch.testing.assert_close(g.cpu(), w, atol=0, rtol=0, equal_nan=True)
 
 
+def same_norm(fn, *args, eval_stats=None):
+    """A norm's output equals CPU's exactly; its saved statistics keep the meta kernel's float
+    dtype and equal CPU's bf16 ones once rounded (tests/device_results.py says why they differ).
+    eval_stats: the (mean, invstd) an eval-mode batch norm saves, where CPU returns empty tensors."""
+    want = fn(*args)
+    got = fn(*[a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args])
+    assert got[0].device.type == "tpu"
+    assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
+    torch.testing.assert_close(got[0].cpu(), want[0], atol=0, rtol=0)
+    for k in (1, 2):
+        assert got[k].dtype == torch.float32
+        if eval_stats is not None:
+            torch.testing.assert_close(got[k].cpu(), eval_stats[k - 1])
+        else:
+            torch.testing.assert_close(got[k].cpu().to(want[k].dtype), want[k], atol=0, rtol=0)
+
+
 @pytest.mark.parametrize("shape,dim", [((5, 5), 1), ((5, 5), 0), ((7, 33), 0), ((3, 4, 40), 2), ((3, 4, 40), 1), ((64, 100), 1)])
 def test_log_softmax_bf16(shape, dim):
     same(lambda x: torch.log_softmax(x, dim), rand(*shape))
@@ -46,9 +63,9 @@ def test_log_softmax_f32_and_grad():
 def test_native_layer_norm_bf16(affine):
     w = rand(6, seed=1) if affine else None
     b = rand(6, seed=2) if affine else None
-    same(lambda x, w, b: torch.native_layer_norm(x, [6], w, b, 1e-5), rand(3, 6), w, b)
+    same_norm(lambda x, w, b: torch.native_layer_norm(x, [6], w, b, 1e-5), rand(3, 6), w, b)
     # A single element: (x - mean) is 0 but CPU's fma form leaves a rounding residue.
-    same(lambda x, w: torch.native_layer_norm(x, [1], w, None, 1e-5), rand(1), rand(1, seed=3))
+    same_norm(lambda x, w: torch.native_layer_norm(x, [1], w, None, 1e-5), rand(1), rand(1, seed=3))
 
 
 def test_native_layer_norm_mixed_keeps_float_stats():
@@ -65,8 +82,10 @@ def test_batch_norm_bf16(training):
     x = rand(5, 3, 7)
     w, b = rand(3, seed=1), rand(3, seed=2)
     rm, rv = rand(3, seed=3, scale=1.0), rand(3, seed=4, scale=1.0).abs() + 0.5
-    same(lambda x, w, b, rm, rv: torch.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5), x, w, b, rm, rv)
-    same(lambda x: torch.ops.aten._native_batch_norm_legit(x, None, None, True, 0.1, 1e-5), rand(1, 2, 3))
+    stats = None if training else (rm.float(), (rv.double() + 1e-5).rsqrt().float())
+    same_norm(lambda x, w, b, rm, rv: torch.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5),
+              x, w, b, rm, rv, eval_stats=stats)
+    same_norm(lambda x: torch.ops.aten._native_batch_norm_legit(x, None, None, True, 0.1, 1e-5), rand(1, 2, 3))
 
 
 def test_batch_norm_bf16_module_grad():

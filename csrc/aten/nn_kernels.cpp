@@ -113,9 +113,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
   }
   at::Tensor mean = *running_mean, var = *running_var;
   if (training) return at::_native_batch_norm_legit(input, weight, bias, mean, var, training, momentum, eps);
-  // CPU's kernel returns empty save_mean / save_invstd in eval mode.
-  auto r = at::_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps);
-  return {std::get<0>(r), at::empty({0}, std::get<1>(r).options()), at::empty({0}, std::get<2>(r).options())};
+  return at::_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps);
 }
 
 // out= forms: the functional op, then its three results resized into the out tensors (their

@@ -12,7 +12,6 @@
 #include <unordered_map>
 
 #include "aten/generator.h"
-#include "aten/meta_fixups.h"
 #include "aten/tpu_tensor.h"
 #include "exec/device_context.h"
 #include "exec/executor.h"
@@ -289,7 +288,6 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
   switch (bind.variant) {
     case Variant::Functional: {
       std::vector<c10::IValue> out = run_meta(op, args, nullptr);
-      fix_meta_results(op, args, out);
       for (const c10::IValue& v : out) {
         std::vector<at::Tensor> ts;
         collect_tensors(v, ts);
@@ -330,7 +328,6 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
       }
       std::vector<c10::IValue> meta_args;
       std::vector<c10::IValue> out = run_meta(op, args, &meta_args);
-      fix_meta_results(op, args, out);
       for (int w : bind.written) {
         std::vector<at::Tensor> ts;
         collect_tensors(meta_args[w], ts);

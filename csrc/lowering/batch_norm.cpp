@@ -99,8 +99,12 @@ TrainResult train(Ctx& c, int rm, int rv, const Value& momentum, const Value& ep
   Value invstd = hlo::div(b, hlo::full(b, var.type, 1),
                           hlo::unary(b, "stablehlo.sqrt", hlo::add(b, var, scalar_to(b, eps, acc, var.shape()))));
   TrainResult r;
-  DType narrow = c.out(rm >= 0 ? 3 : 1).dtype;
-  if (precision::is_reduced(narrow)) {
+  // CPU's reduced-precision path: a bf16/f16 input whose parameters are not float (is_mixed_type
+  // in PyTorch's batch_norm.h). The statistics it returns keep the meta kernel's (float) dtype,
+  // holding the rounded values.
+  DType narrow = c.tensor(0).dtype();
+  bool mixed = (c.has(1) && c.tensor(1).dtype() == DType::F32) || (c.has(2) && c.tensor(2).dtype() == DType::F32);
+  if (precision::is_reduced(narrow) && !mixed) {
     auto round = [&](const Value& v) { return precision::round_to(b, v, narrow); };
     s.mean = round(s.mean);
     s.var_sum = round(s.var_sum);
@@ -143,10 +147,8 @@ std::vector<Value> eval(Ctx& c, int rm, int rv, const Value& eps) {
 // momentum, eps): (running_mean, running_var) written, then (out, save_mean, save_invstd).
 std::vector<Value> lower_batch_norm_legit(Ctx& c) {
   if (!c.bool_arg(5)) {
-    // save_mean / save_invstd are empty in eval mode, as on CPU (aten/meta_fixups.cpp).
     std::vector<Value> e = eval(c, 3, 4, c.tensor(7));
-    auto saved = [&](int i, int k) { return c.out(k).numel() == 0 ? hlo::full(c.b, c.out(k), 0) : finish(c, e[i], k); };
-    return {c.tensor(3), c.tensor(4), finish(c, e[0], 2), saved(1, 3), saved(2, 4)};
+    return {c.tensor(3), c.tensor(4), finish(c, e[0], 2), finish(c, e[1], 3), finish(c, e[2], 4)};
   }
   TrainResult r = train(c, 3, 4, c.tensor(6), c.tensor(7));
   return {r.running_mean, r.running_var, finish(c, r.out, 2), finish(c, r.mean, 3), finish(c, r.invstd, 4)};

@@ -3,6 +3,7 @@
 // the dtypes and keepdim-style shapes the meta kernels give (float when a bf16 input has float
 // weights, as on CPU).
 #include "lowering/hlo.h"
+#include "lowering/precision.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
@@ -93,7 +94,13 @@ std::vector<Value> lower_layer_norm(Ctx& c) {
   }
   if (c.has(2)) y = hlo::mul(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor(2), acc), x.shape()));
   if (c.has(3)) y = hlo::add(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor(3), acc), x.shape()));
-  return {finish(c, y, 0), finish(c, s.mean, 1), finish(c, s.rstd, 2)};
+  // CPU stores a bf16/f16 input's statistics in that dtype unless a parameter is float
+  // (is_mixed_type); the results keep the meta kernel's float dtype with the rounded values, which
+  // the backward then reads as CPU's does.
+  bool mixed = (c.has(2) && c.tensor(2).dtype() == DType::F32) || (c.has(3) && c.tensor(3).dtype() == DType::F32);
+  DType stored = mixed ? acc : c.tensor(0).dtype();
+  return {finish(c, y, 0), finish(c, precision::round_to(b, s.mean, stored), 1),
+          finish(c, precision::round_to(b, s.rstd, stored), 2)};
 }
 
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, bias?,
