@@ -18,7 +18,9 @@ using ir::DType;
 using ir::Type;
 using ir::Value;
 
-DType opmath_of(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+// The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step), so the
+// lowering does the same to match it.
+DType opmath_of(DType t) { return t; }
 
 struct Segments {
   int64_t b = 1, s = 0, i = 1, m = 0;
