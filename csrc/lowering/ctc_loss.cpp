@@ -63,9 +63,9 @@ struct Problem {
   std::vector<int64_t> in_len, tg_len;
 };
 
-Problem setup(Ctx& c, int lp_arg, int tg_arg, int il_arg, int tl_arg, int blank_arg, int64_t sp) {
+Problem setup(Ctx& c, int lp_arg, int tg_arg, int il_arg, int tl_arg, int blank_arg, int64_t sp, DType dtype) {
   Problem p;
-  Value lp = c.tensor(lp_arg);
+  Value lp = hlo::convert(c.b, c.tensor(lp_arg), dtype);
   p.batched = lp.rank() == 3;
   if (!p.batched) lp = hlo::reshape(c.b, lp, {lp.shape()[0], 1, lp.shape()[1]});
   p.lp = lp;
@@ -169,7 +169,7 @@ Value neg_log_likelihood(ir::Builder& b, const Problem& p, const Value& alpha) {
 //   -> (neg_log_likelihood [N], log_alpha [N, T, S'])
 std::vector<Value> lower_ctc_loss(Ctx& c) {
   const int64_t sp = c.out(1).shape.back();
-  Problem p = setup(c, 0, 1, 2, 3, 4, sp);
+  Problem p = setup(c, 0, 1, 2, 3, 4, sp, c.out(0).dtype);
   Value alpha = forward_alpha(c.b, p);
   Value nll = neg_log_likelihood(c.b, p, alpha);
   return {hlo::reshape(c.b, nll, c.out(0).shape), hlo::reshape(c.b, hlo::transpose(c.b, alpha, {1, 0, 2}), c.out(1).shape)};
@@ -182,13 +182,16 @@ std::vector<Value> lower_ctc_loss(Ctx& c) {
 std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
   const Value& la_in = c.tensor(6);
   const int64_t sp = la_in.shape().back();
-  Problem p = setup(c, 1, 2, 3, 4, 7, sp);
+  // alpha and beta stay in the input dtype, as on CPU (whose gradient is consistent with its
+  // own rounded log_alpha and loss); the final log-sum and the difference of two nearly equal
+  // exponentials are done in f64.
+  Problem p = setup(c, 1, 2, 3, 4, 7, sp, c.tensor(1).dtype());
   const bool zero_infinity = c.bool_arg(8);
   const DType dt = p.lp.dtype();
   Value alpha = hlo::convert(c.b, la_in, dt);
   if (alpha.rank() == 2) alpha = hlo::reshape(c.b, alpha, {1, alpha.shape()[0], alpha.shape()[1]});
   alpha = hlo::transpose(c.b, alpha, {1, 0, 2});  // [T, N, S']
-  Value nll = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(5), dt), {p.n});
+  Value nll = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(5), {p.n}), DType::F64);
 
   // beta: started at t = T_n - 1 with the last two positions, -inf after it.
   Type ns{dt, {p.n, p.sp}};
@@ -222,24 +225,26 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
 
   // logsumexp over the positions of each class: exp relative to the per-(t, n) maximum, summed
   // into classes with a one-hot matmul.
-  Value v = hlo::add(c.b, alpha, beta);  // [T, N, S']
-  Value m = hlo::reduce(c.b, v, hlo::constant(c.b, dt, -INFINITY), {2}, "stablehlo.maximum");
+  Value v = hlo::convert(c.b, hlo::add(c.b, alpha, beta), DType::F64);  // [T, N, S']
+  const DType hi = DType::F64;
+  Value m = hlo::reduce(c.b, v, hlo::constant(c.b, hi, -INFINITY), {2}, "stablehlo.maximum");
   Value finite = hlo::compare(c.b, m, neg_inf(c.b, m.type), "NE");
   m = hlo::select(c.b, finite, m, hlo::full(c.b, m.type, 0));
   Value ev = hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, v, hlo::broadcast_in_dim(c.b, m, v.shape(), {0, 1})));
   Value cls = hlo::iota(c.b, Type{DType::I64, {p.n, p.sp, p.c}}, 2);
   Value onehot = hlo::convert(c.b, hlo::binary(c.b, "stablehlo.and",
                                                hlo::compare(c.b, hlo::broadcast_in_dim(c.b, p.ext, cls.shape(), {0, 1}), cls, "EQ"),
-                                               hlo::broadcast_in_dim(c.b, p.valid, cls.shape(), {0, 1})), dt);
+                                               hlo::broadcast_in_dim(c.b, p.valid, cls.shape(), {0, 1})), hi);
   // [N, T, S'] x [N, S', C] -> [N, T, C]
-  Value sums = hlo::dot_general(c.b, hlo::transpose(c.b, ev, {1, 0, 2}), onehot, {0}, {0}, {2}, {1}, dt);
+  Value sums = hlo::dot_general(c.b, hlo::transpose(c.b, ev, {1, 0, 2}), onehot, {0}, {0}, {2}, {1}, hi);
   sums = hlo::transpose(c.b, sums, {1, 0, 2});  // [T, N, C]
   Shape tnc{p.t, p.n, p.c};
   Value lcab = hlo::add(c.b, hlo::unary(c.b, "stablehlo.log", sums), hlo::broadcast_in_dim(c.b, m, tnc, {0, 1}));
   Value nll_b = hlo::broadcast_in_dim(c.b, nll, tnc, {1});
-  Value grad = hlo::sub(c.b, hlo::unary(c.b, "stablehlo.exponential", p.lp),
-                        hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, hlo::add(c.b, lcab, nll_b), p.lp)));
-  Value gout = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(0), dt), {p.n});
+  Value lp = hlo::convert(c.b, p.lp, hi);
+  Value grad = hlo::sub(c.b, hlo::unary(c.b, "stablehlo.exponential", lp),
+                        hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, hlo::add(c.b, lcab, nll_b), lp)));
+  Value gout = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(0), hi), {p.n});
   grad = hlo::mul(c.b, grad, hlo::broadcast_in_dim(c.b, gout, tnc, {1}));
   Value keep = hlo::broadcast_in_dim(c.b, p.time_ok, tnc, {0, 1});
   if (zero_infinity) {
