@@ -77,6 +77,32 @@ at::Tensor repeat_interleave_kernel(const at::Tensor& repeats, std::optional<c10
                       repeats.device().index())[0];
 }
 
+// bincount(self, weights, minlength): the length max(self) + 1 (at least minlength) is read on
+// the host, as are PyTorch's checks on the values. Counts are int64; weights give float32 for
+// float32 weights and float64 otherwise, as on CPU.
+at::Tensor bincount_kernel(const at::Tensor& self, const std::optional<at::Tensor>& weights, c10::SymInt minlength_s) {
+  const int64_t minlength = minlength_s.expect_int();
+  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
+              "bincount only supports 1-d non-negative integral inputs.");
+  const bool weighted = weights.has_value() && weights->defined();
+  if (weighted)
+    TORCH_CHECK(weights->dim() == 1 && weights->size(0) == self.size(0),
+                "weights should be 1-d and have the same length as input");
+  int64_t size = minlength;
+  if (self.numel() > 0) {
+    at::Tensor host = to_cpu(self).to(at::kLong);
+    TORCH_CHECK(host.min().item<int64_t>() >= 0, "bincount only supports 1-d non-negative integral inputs.");
+    size = std::max(size, host.max().item<int64_t>() + 1);
+  }
+  ir::DType dtype = !weighted ? ir::DType::I64
+                              : (weights->scalar_type() == at::kFloat ? ir::DType::F32 : ir::DType::F64);
+  std::vector<at::Tensor> inputs{self};
+  if (weighted) inputs.push_back(*weights);
+  return run_internal(weighted ? "torch_tpu::bincount_weighted" : "torch_tpu::bincount", inputs, {},
+                      {ir::Type{dtype, {size}}}, self.device().index())[0];
+}
+
 // (values, inverse, counts) of unique / unique_consecutive over all elements, or over the slices
 // along `dim`; inverse and counts are empty when not asked for, as on CPU.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_runs(const at::Tensor& self, bool consecutive,
@@ -148,6 +174,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique", TORCH_FN(unique1));
   m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
   m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_kernel));
+  m.impl("bincount", TORCH_FN(bincount_kernel));
 }
 
 }  // namespace tpu::aten

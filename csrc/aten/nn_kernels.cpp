@@ -13,6 +13,8 @@
 //   _native_batch_norm_legit_no_training (eval), which are lowered.
 // - multi_margin_loss_backward / multilabel_margin_loss_backward: lowered
 //   (lowering/margin_loss.cpp) but without a PyTorch meta kernel; theirs are here.
+// - _ctc_loss_backward: lowered (lowering/ctc_loss.cpp), no PyTorch meta kernel; its gradient
+//   is shaped like log_probs.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_native_batch_norm_legit.h>
 #include <ATen/ops/_native_batch_norm_legit_no_training.h>
@@ -163,9 +165,17 @@ at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor& grad_output, c
   return at::empty(self.sizes(), self.options());
 }
 
+at::Tensor ctc_loss_backward_meta(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
+                                  at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                                  const at::Tensor& neg_log_likelihood, const at::Tensor& log_alpha, int64_t blank,
+                                  bool zero_infinity) {
+  return at::empty(log_probs.sizes(), log_probs.options());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("_ctc_loss_backward", TORCH_FN(ctc_loss_backward_meta));
   m.impl("convolution_overrideable", TORCH_FN(convolution_overrideable_meta));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward_overrideable_meta));
   m.impl("multi_margin_loss_backward", TORCH_FN(multi_margin_loss_backward_meta));

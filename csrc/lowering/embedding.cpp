@@ -1,4 +1,7 @@
-// embedding (a row gather) and embedding_dense_backward (a row scatter-add).
+// embedding (a row gather), embedding_dense_backward (a row scatter-add) and
+// embedding_renorm (max_norm rescaling of the referenced rows).
+#include <cmath>
+
 #include "lowering/index_util.h"
 #include "lowering/registry.h"
 
@@ -69,9 +72,49 @@ std::vector<Value> lower_embedding_dense_backward(Ctx& c) {
   return {hlo::reshape(c.b, r, out.shape)};
 }
 
+// embedding_renorm(self, indices, max_norm, norm_type): every row referenced by `indices` whose
+// p-norm exceeds max_norm is scaled by max_norm / (norm + 1e-7), as the CPU kernel does (the
+// norm and scale computed in opmath). The in-place embedding_renorm_ reuses this lowering.
+std::vector<Value> lower_embedding_renorm(Ctx& c) {
+  const Value& self = c.tensor(0);
+  const double max_norm = c.arg(2).d;
+  const double p = c.arg(3).d;
+  const int64_t rows = self.shape()[0];
+  const int64_t dim = self.type.numel() / (rows > 0 ? rows : 1);
+  const int64_t n = c.tensor(1).type.numel();
+  idx::require_in_range(c, c.tensor(1), rows, false, "index out of range in self");
+  DType opmath = self.dtype() == DType::F16 || self.dtype() == DType::BF16 ? DType::F32 : self.dtype();
+  Value x = hlo::convert(c.b, hlo::reshape(c.b, self, {rows, dim}), opmath);
+  Value a = hlo::unary(c.b, "stablehlo.abs", x);
+  Value zero = hlo::constant(c.b, opmath, 0);
+  Value norm;
+  if (std::isinf(p)) {
+    norm = hlo::reduce(c.b, a, zero, {1}, "stablehlo.maximum");
+  } else if (p == 1) {
+    norm = hlo::reduce(c.b, a, zero, {1}, "stablehlo.add");
+  } else if (p == 2) {
+    norm = hlo::unary(c.b, "stablehlo.sqrt", hlo::reduce(c.b, hlo::mul(c.b, a, a), zero, {1}, "stablehlo.add"));
+  } else {
+    Value pw = hlo::binary(c.b, "stablehlo.power", a, hlo::full(c.b, a.type, p));
+    Value s = hlo::reduce(c.b, pw, zero, {1}, "stablehlo.add");
+    norm = hlo::binary(c.b, "stablehlo.power", s, hlo::full(c.b, s.type, 1.0 / p));
+  }
+  // Which rows are referenced at all.
+  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(1), DType::I64), {n});
+  Value hit = idx::scatter_along(c.b, hlo::full(c.b, ir::Type{DType::I64, {rows}}, 0), 0, ind,
+                                 hlo::full(c.b, ir::Type{DType::I64, {n}}, 1), "stablehlo.maximum");
+  Value over = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, hit, hlo::full(c.b, hit.type, 0), "GT"),
+                           hlo::compare(c.b, norm, hlo::full(c.b, norm.type, max_norm), "GT"));
+  Value factor = hlo::div(c.b, hlo::full(c.b, norm.type, max_norm), hlo::add(c.b, norm, hlo::full(c.b, norm.type, 1e-7)));
+  factor = hlo::select(c.b, over, factor, hlo::full(c.b, norm.type, 1));
+  Value y = hlo::mul(c.b, x, hlo::broadcast_in_dim(c.b, factor, {rows, dim}, {0}));
+  return {hlo::reshape(c.b, hlo::convert(c.b, y, self.dtype()), self.shape())};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::embedding", lower_embedding);
 TPU_LOWERING("aten::embedding_dense_backward", lower_embedding_dense_backward);
+TPU_LOWERING("aten::embedding_renorm", lower_embedding_renorm, 0b1100);
 
 }  // namespace tpu::lowering
