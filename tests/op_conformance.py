@@ -51,6 +51,10 @@ LOOSENED = {
     # gradients up to 89, with |tpu - f64| <= 2.9e-5 and |cpu - f64| <= 4.4e-5.
     "linalg.lstsq": {torch.float32: (1e-4, 1.3e-6)},
     "linalg.lstsq.grad_oriented": {torch.float32: (1e-4, 1.3e-6)},
+    # The gradient is exp(log_probs) minus a log-sum-exp over alpha * beta paths:
+    # |tpu - cpu| <= 1.2e-5 on gradients up to 1.04, with |tpu - f64| <= 5.5e-5 and
+    # |cpu - f64| <= 5.4e-5.
+    "nn.functional.ctc_loss": {torch.float32: (2e-5, 1.3e-6)},
 }
 
 

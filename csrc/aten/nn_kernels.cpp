@@ -118,8 +118,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
   return at::_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps);
 }
 
-// out= forms: the functional op, then its three results resized into the out tensors (their
-// schemas also write running_mean/var, so register.cpp does not pair them with a functional).
+// out= forms: the functional op, then its three results resized into the out tensors
+// (native_batch_norm is glue itself; _native_batch_norm_legit.out also writes running_mean/var,
+// so register.cpp does not pair either with a functional).
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> into3(std::tuple<at::Tensor, at::Tensor, at::Tensor> r,
                                                          at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
   into(out, std::get<0>(r));
@@ -142,13 +143,6 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_legit_out(
     at::Tensor& save_mean, at::Tensor& save_invstd) {
   return into3(at::_native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps),
                out, save_mean, save_invstd);
-}
-
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_legit_no_stats_out(
-    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    bool training, double momentum, double eps, at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
-  return into3(at::_native_batch_norm_legit(input, weight, bias, training, momentum, eps), out, save_mean,
-               save_invstd);
 }
 
 // The margin losses' backward ops have no meta kernel either; their gradient is shaped like self
@@ -186,7 +180,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm", TORCH_FN(native_batch_norm));
   m.impl("native_batch_norm.out", TORCH_FN(native_batch_norm_out));
   m.impl("_native_batch_norm_legit.out", TORCH_FN(native_batch_norm_legit_out));
-  m.impl("_native_batch_norm_legit.no_stats_out", TORCH_FN(native_batch_norm_legit_no_stats_out));
 }
 
 }  // namespace tpu::aten
