@@ -55,6 +55,11 @@ LOOSENED = {
     # |tpu - cpu| <= 1.2e-5 on gradients up to 1.04, with |tpu - f64| <= 5.5e-5 and
     # |cpu - f64| <= 5.4e-5.
     "nn.functional.ctc_loss": {torch.float32: (2e-5, 1.3e-6)},
+    # Outputs up to 890 that sum up to 8 x 27 products: |tpu - cpu| <= 1.8e-4, with |tpu - f64|
+    # <= 1.4e-4 and |cpu - f64| <= 9.9e-5 (the one entry here where the tpu is somewhat further
+    # from float64 than CPU: 1.6e-7 of the largest output, about 1.4 ulp, XLA's convolution
+    # summing in another order).
+    "nn.functional.conv_transpose3d": {torch.float32: (2e-4, 1.3e-6)},
 }
 
 

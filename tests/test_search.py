@@ -1,4 +1,5 @@
-"""searchsorted, bucketize, isin and histc (lowering/search.cpp) against PyTorch's CPU kernels."""
+"""searchsorted, bucketize, isin, histc (lowering/search.cpp) and histogram (aten/histogram_kernels.cpp)
+against PyTorch's CPU kernels."""
 
 import pytest
 import torch
@@ -80,6 +81,44 @@ def test_histc(dtype):
     check_op(lambda t: torch.histc(t, bins=4, min=0, max=3), torch.tensor([0.0, 1.0, 2.0, 3.0, 3.0, NAN], dtype=dtype))
     check_op(lambda t: torch.histc(t, bins=5), torch.full((4,), 2.0, dtype=dtype))  # widened by 1
     check_op(lambda t: torch.histc(t, bins=6), noncontiguous(x.reshape(20, 10)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_histogram(dtype):
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(300, generator=g).to(dtype)
+    w = torch.rand(300, generator=g).to(dtype)
+    if dtype == torch.bfloat16:  # CPU has no bf16 histogram kernel: the error matches
+        with pytest.raises(RuntimeError, match="not implemented for 'BFloat16'"):
+            torch.histogram(x.to("tpu"), 5)
+        return
+    check_op(lambda t: torch.histogram(t, 10), x)
+    check_op(lambda t: torch.histogram(t, 7, range=(-1.0, 1.0)), x)  # outside values dropped
+    check_op(lambda t, v: torch.histogram(t, 6, weight=v, density=True), x, w)
+    check_op(lambda t: torch.histogram(t, 4, range=(0.0, 3.0)), torch.tensor([0.0, 1.0, 2.0, 3.0, 3.0, NAN], dtype=dtype))
+    check_op(lambda t: torch.histogram(t, 3), torch.full((4,), 2.0, dtype=dtype))  # widened by 0.5
+    check_op(lambda t: torch.histogram(t, 3), torch.zeros(0, dtype=dtype))  # [0, 1]
+    check_op(lambda t: torch.histogram(t, 8), noncontiguous(x.reshape(30, 10)))
+    hist, edges = torch.empty(0, dtype=dtype, device="tpu"), torch.empty(0, dtype=dtype, device="tpu")
+    torch.histogram(x.to("tpu"), 5, out=(hist, edges))
+    expected = torch.histogram(x, 5)
+    torch.testing.assert_close((hist.cpu(), edges.cpu()), tuple(expected))
+
+
+def test_histogram_errors_match_cpu():
+    cases = [
+        lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 0),
+        lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 2, range=(3.0, 1.0)),
+        lambda d: torch.histogram(torch.tensor([1.0, float("inf")], device=d), 2),
+        lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 2, weight=torch.ones(1, device=d)),
+        lambda d: torch.histogram(torch.tensor([1, 2], device=d), 2),
+    ]
+    for case in cases:
+        with pytest.raises(RuntimeError) as cpu_err:
+            case("cpu")
+        with pytest.raises(RuntimeError) as tpu_err:
+            case("tpu")
+        assert str(tpu_err.value) == str(cpu_err.value)
 
 
 def test_histc_bad_range_raises():
