@@ -475,3 +475,15 @@ def test_mode_smallest_most_frequent_last_index(dtype):
     check_op(lambda t: torch.mode(t, 1), x)
     check_op(lambda t: torch.mode(t, 0, keepdim=True), noncontiguous(x))
     check_op(torch.mode, torch.tensor(2.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.int8, torch.bool])
+def test_hash_tensor(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(4, 6, generator=g) * 50).to(dtype)
+    for t in (x, noncontiguous(x)):
+        check_op(torch.hash_tensor, t)
+        check_op(lambda v: torch.hash_tensor(v, [1]), t)
+        check_op(lambda v: torch.hash_tensor(v, [0], keepdim=True), t)
+    with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
+        torch.hash_tensor(x.to("tpu"), mode=1)

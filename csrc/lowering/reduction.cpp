@@ -1,8 +1,10 @@
 // Reductions over dimension lists: sum, mean, prod, amax/amin, max/min (full), all/any,
-// count_nonzero, nansum, logsumexp, trace. The result dtype (int/bool sums -> int64, `dtype=`) comes
+// count_nonzero, nansum, logsumexp, trace, hash_tensor. The result dtype (int/bool sums -> int64, `dtype=`) comes
 // from the meta kernels; accumulation follows the CPU kernels (bf16/f16 in float, the input cast
 // to the result dtype first), and the result is reshaped to the meta shape, which covers keepdim.
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "lowering/hlo.h"
 #include "lowering/reduce_util.h"
@@ -148,6 +150,18 @@ std::vector<Value> lower_trace(Ctx& c) {
   return {finish(c, reduce::sum(c.b, v, {0, 1}))};
 }
 
+// hash_tensor(self, dim[], *, keepdim, mode): the xor of the elements' 64-bit patterns, each
+// element widened to float64 (floating types) or int64 (integers, bool) first; uint64 result.
+std::vector<Value> lower_hash_tensor(Ctx& c) {
+  if (c.int_arg(3) != 0) throw std::invalid_argument("Unknown hash_tensor mode: " + std::to_string(c.int_arg(3)));
+  Value x = c.tensor(0);
+  if (ir::is_complex(x.dtype())) throw std::invalid_argument("hash_tensor: complex inputs are not supported");
+  Value wide = hlo::convert(c.b, x, ir::is_floating(x.dtype()) ? DType::F64 : DType::I64);
+  Value bits = c.b.op1("stablehlo.bitcast_convert", {wide}, ir::Type{DType::U64, wide.shape()});
+  Value h = hlo::reduce(c.b, bits, hlo::constant_int(c.b, DType::U64, 0), reduce::dims_arg(c, 1, x.rank()), "stablehlo.xor");
+  return {finish(c, h)};
+}
+
 }  // namespace
 
 TPU_LOWERING("aten::sum.dim_IntList", lower_sum_dim);
@@ -171,5 +185,6 @@ TPU_LOWERING("aten::any.dims", lower_any_dims);
 TPU_LOWERING("aten::count_nonzero.dim_IntList", lower_count_nonzero);
 TPU_LOWERING("aten::logsumexp", lower_logsumexp);
 TPU_LOWERING("aten::trace", lower_trace);
+TPU_LOWERING("aten::hash_tensor", lower_hash_tensor);
 
 }  // namespace tpu::lowering
