@@ -105,6 +105,19 @@ def test_histogram(dtype):
     torch.testing.assert_close((hist.cpu(), edges.cpu()), tuple(expected))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_histogramdd(dtype):
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(40, 3, generator=g).to(dtype)
+    w = torch.rand(40, generator=g).to(dtype)
+    check_op(lambda t: torch.histogramdd(t, [3, 4, 2]), x)
+    check_op(lambda t, v: torch.histogramdd(t, 3, weight=v, density=True), x, w)
+    check_op(lambda t: torch.histogramdd(t, [2, 2, 2], range=[-1.0, 1.0, 0.0, 2.0, -3.0, 0.0]), x)
+    edges = [torch.tensor([-1.0, 0.0, 2.0], dtype=dtype), torch.linspace(-2, 2, 5, dtype=dtype), torch.tensor([0.0, 0.5], dtype=dtype)]
+    check_op(lambda t, *e: torch.histogramdd(t, list(e)), x, *edges)
+    check_op(lambda t: torch.histogramdd(t, [2, 3]), noncontiguous(x.reshape(4, 10, 3))[..., :2])
+
+
 def test_histogram_errors_match_cpu():
     cases = [
         lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 0),
@@ -112,6 +125,9 @@ def test_histogram_errors_match_cpu():
         lambda d: torch.histogram(torch.tensor([1.0, float("inf")], device=d), 2),
         lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 2, weight=torch.ones(1, device=d)),
         lambda d: torch.histogram(torch.tensor([1, 2], device=d), 2),
+        lambda d: torch.histogramdd(torch.ones(5, 2, device=d), [2, 3, 4]),
+        lambda d: torch.histogramdd(torch.ones(5, 2, device=d), [2, 2], range=[0.0, 1.0]),
+        lambda d: torch.histogramdd(torch.ones(5, device=d), [2]),
     ]
     for case in cases:
         with pytest.raises(RuntimeError) as cpu_err:

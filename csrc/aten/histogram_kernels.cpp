@@ -1,5 +1,6 @@
-// torch.histogram with a bin count (histogram.bin_ct and its out= form), composed from lowered ops
-// as CPU's histogramdd kernel computes it:
+// torch.histogram with a bin count (histogram.bin_ct and its out= form) and torch.histogramdd
+// (bin counts or bin-edge tensors), composed from lowered ops as CPU's histogramdd kernel computes
+// them, per dimension of the [N, D] points:
 // - the outer edges are `range` or the input's min and max (read on the host, as CPU does for
 //   its finiteness check), widened by 0.5 on each side when they are equal;
 // - bin_edges = linspace(leftmost, rightmost, bins + 1) in the input's dtype;
@@ -11,7 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/aminmax.h>
 #include <ATen/ops/linspace.h>
-#include <ATen/ops/ones_like.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/searchsorted.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
@@ -25,66 +26,122 @@ namespace tpu::aten {
 
 namespace {
 
-std::pair<double, double> outer_edges(const at::Tensor& x, std::optional<at::ArrayRef<double>> range) {
-  double lo = 0, hi = 0;
+// CPU's kernel takes float and double only.
+void check_input(const at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() == at::kFloat || self.scalar_type() == at::kDouble,
+              "\"histogramdd\" not implemented for '", self.scalar_type(), "'");
+}
+
+void check_weight(const at::Tensor& x, const std::optional<at::Tensor>& weight) {
+  if (!weight.has_value() || !weight->defined()) return;
+  TORCH_CHECK(weight->scalar_type() == x.scalar_type(),
+              "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same "
+              "dtype, but got input(",
+              c10::toString(x.scalar_type()), "), and weight(", c10::toString(weight->scalar_type()), ")");
+  TORCH_CHECK(weight->sizes() == x.sizes().slice(0, x.dim() - 1) || weight->numel() == x.size(0),
+              "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
+              "excluding its innermost dimension, but got input with shape ",
+              x.sizes(), " and weight with shape ", weight->sizes());
+}
+
+// The outer edges of each of the D dimensions of x [N, D].
+std::vector<std::pair<double, double>> outer_edges(const at::Tensor& x, std::optional<at::ArrayRef<double>> range) {
+  const int64_t dims = x.size(1);
+  std::vector<std::pair<double, double>> edges(dims, {0.0, 1.0});  // no range, no elements
   if (range.has_value()) {
-    TORCH_CHECK(range->size() == 2, "torch.histogramdd: for a 1-dimensional histogram range should have 2 elements, but got ",
-                range->size());
-    lo = (*range)[0];
-    hi = (*range)[1];
+    TORCH_CHECK(static_cast<int64_t>(range->size()) == 2 * dims, "torch.histogramdd: for a ", dims,
+                "-dimensional histogram range should have ", 2 * dims, " elements, but got ", range->size());
+    for (int64_t d = 0; d < dims; ++d) edges[d] = {(*range)[2 * d], (*range)[2 * d + 1]};
   } else if (x.numel() > 0) {
-    auto [mn, mx] = at::aminmax(x);
-    lo = to_cpu(mn).item<double>();
-    hi = to_cpu(mx).item<double>();
+    auto [mn, mx] = at::aminmax(x, 0);
+    at::Tensor lo = to_cpu(mn).to(at::kDouble), hi = to_cpu(mx).to(at::kDouble);
+    for (int64_t d = 0; d < dims; ++d) edges[d] = {lo[d].item<double>(), hi[d].item<double>()};
   }
-  TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogramdd: dimension 0's range [", lo, ", ", hi,
-              "] is not finite");
-  TORCH_CHECK(lo <= hi, "torch.histogramdd: min should not exceed max, but got min ", lo, " max ", hi,
-              " for dimension 0");
-  if (range.has_value() || x.numel() > 0) {
+  for (int64_t d = 0; d < dims; ++d) {
+    auto& [lo, hi] = edges[d];
+    TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogramdd: dimension ", d, "'s range [", lo, ", ",
+                hi, "] is not finite");
+    TORCH_CHECK(lo <= hi, "torch.histogramdd: min should not exceed max, but got min ", lo, " max ", hi,
+                " for dimension ", d);
     if (lo == hi) {
       lo -= 0.5;
       hi += 0.5;
     }
-  } else {
-    hi = 1;  // no range and no elements: CPU's default [0, 1]
   }
-  return {lo, hi};
+  return edges;
+}
+
+// x [N, D] (or any shape [..., D]) viewed as [N, D].
+at::Tensor as_points(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions");
+  return self.reshape({-1, self.size(-1)});
+}
+
+std::vector<at::Tensor> bin_edges(const at::Tensor& self, at::IntArrayRef bins, std::optional<at::ArrayRef<double>> range) {
+  check_input(self);
+  at::Tensor x = as_points(self);
+  TORCH_CHECK(static_cast<int64_t>(bins.size()) == x.size(1),
+              "histogramdd: The size of bins must be equal to the innermost dimension of the input.");
+  for (size_t d = 0; d < bins.size(); ++d)
+    TORCH_CHECK(bins[d] > 0, "torch.histogramdd(): bins must be > 0, but got ", bins[d], " for dimension ", d);
+  std::vector<at::Tensor> edges;
+  auto outer = outer_edges(x, range);
+  for (size_t d = 0; d < bins.size(); ++d)
+    edges.push_back(at::linspace(outer[d].first, outer[d].second, bins[d] + 1, self.options()));
+  return edges;
+}
+
+// The histogram of the points of self over the given edges, as CPU's histogramdd kernel counts.
+at::Tensor counts(const at::Tensor& self, const std::vector<at::Tensor>& edges,
+                  const std::optional<at::Tensor>& weight, bool density) {
+  at::Tensor x = as_points(self);
+  check_weight(self, weight);
+  const int64_t dims = x.size(1);
+  std::vector<int64_t> shape;
+  for (const at::Tensor& e : edges) shape.push_back(e.numel() - 1);
+  at::Tensor hist = at::zeros(shape, self.options());
+  if (x.size(0) > 0 && hist.numel() > 0) {
+    at::Tensor flat = at::zeros({x.size(0)}, x.options().dtype(at::kLong));
+    at::Tensor inside = at::ones({x.size(0)}, x.options().dtype(at::kBool));
+    int64_t stride = 1;
+    for (int64_t d = dims - 1; d >= 0; --d) {
+      const at::Tensor& e = edges[d];
+      const int64_t nbins = e.numel() - 1;
+      at::Tensor v = x.select(1, d);
+      inside = inside.logical_and(v.ge(e[0])).logical_and(v.le(e[nbins]));
+      at::Tensor bin = (at::searchsorted(e.contiguous(), v.contiguous(), /*out_int32=*/false, /*right=*/true) - 1)
+                           .clamp(0, nbins - 1);
+      flat = flat + bin * stride;
+      stride *= nbins;
+    }
+    const bool weighted = weight.has_value() && weight->defined();
+    at::Tensor w = weighted ? weight->reshape({-1}) : at::ones({x.size(0)}, x.options());
+    hist.view({-1}).index_add_(0, at::where(inside, flat, 0), at::where(inside, w, 0));
+  }
+  if (density) {
+    hist.div_(hist.sum());
+    for (int64_t d = 0; d < dims; ++d) {
+      std::vector<int64_t> view(dims, 1);
+      view[d] = shape[d];
+      hist.div_(edges[d].diff().reshape(view));
+    }
+  }
+  return hist;
 }
 
 std::tuple<at::Tensor, at::Tensor> histogram_bin_ct(const at::Tensor& self, int64_t bins,
                                                     std::optional<at::ArrayRef<double>> range,
                                                     const std::optional<at::Tensor>& weight, bool density) {
-  // CPU's kernel takes float and double only.
-  TORCH_CHECK(self.scalar_type() == at::kFloat || self.scalar_type() == at::kDouble,
-              "\"histogramdd\" not implemented for '", self.scalar_type(), "'");
+  check_input(self);
   TORCH_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension 0");
-  at::Tensor x = self.reshape({-1});
-  const bool weighted = weight.has_value() && weight->defined();
-  if (weighted) {
-    TORCH_CHECK(weight->scalar_type() == self.scalar_type(),
-                "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same "
-                "dtype, but got input(",
-                c10::toString(self.scalar_type()), "), and weight(", c10::toString(weight->scalar_type()), ")");
-    TORCH_CHECK(weight->numel() == x.numel(),
-                "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
-                "excluding its innermost dimension, but got input with shape [",
-                x.numel(), ", 1] and weight with shape ", weight->sizes());
+  at::Tensor points = self.reshape({-1, 1});
+  at::Tensor edges = bin_edges(points, {bins}, range)[0];
+  std::optional<at::Tensor> w = weight;
+  if (weight.has_value() && weight->defined()) {
+    check_weight(points, weight);  // its message names the [N, 1] points, as CPU's does
+    w = weight->reshape({-1});
   }
-  auto [lo, hi] = outer_edges(x, range);
-  at::Tensor edges = at::linspace(lo, hi, bins + 1, self.options());
-  at::Tensor hist = at::zeros({bins}, self.options());
-  if (x.numel() > 0) {
-    at::Tensor inside = x.ge(edges[0]).logical_and(x.le(edges[bins]));
-    at::Tensor bin = (at::searchsorted(edges, x, /*out_int32=*/false, /*right=*/true) - 1).clamp(0, bins - 1);
-    at::Tensor w = weighted ? weight->reshape({-1}) : at::ones_like(x);
-    hist.index_add_(0, at::where(inside, bin, 0), at::where(inside, w, 0));
-  }
-  if (density) {
-    hist.div_(hist.sum());
-    hist.div_(edges.diff());
-  }
-  return {hist, edges};
+  return {counts(points, {edges}, w, density), edges};
 }
 
 std::tuple<at::Tensor&, at::Tensor&> histogram_bin_ct_out(const at::Tensor& self, int64_t bins,
@@ -97,11 +154,34 @@ std::tuple<at::Tensor&, at::Tensor&> histogram_bin_ct_out(const at::Tensor& self
   return {hist, bin_edges};
 }
 
+std::vector<at::Tensor> histogramdd_bin_edges(const at::Tensor& self, at::IntArrayRef bins,
+                                              std::optional<at::ArrayRef<double>> range,
+                                              const std::optional<at::Tensor>& weight, bool density) {
+  return bin_edges(self, bins, range);
+}
+
+at::Tensor histogramdd_from_bin_cts(const at::Tensor& self, at::IntArrayRef bins,
+                                    std::optional<at::ArrayRef<double>> range,
+                                    const std::optional<at::Tensor>& weight, bool density) {
+  return counts(self, bin_edges(self, bins, range), weight, density);
+}
+
+at::Tensor histogramdd_from_bin_tensors(const at::Tensor& self, at::TensorList bins,
+                                        const std::optional<at::Tensor>& weight, bool density) {
+  check_input(self);
+  TORCH_CHECK(static_cast<int64_t>(bins.size()) == as_points(self).size(1),
+              "histogramdd: The size of bins must be equal to the innermost dimension of the input.");
+  return counts(self, bins.vec(), weight, density);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histogram.bin_ct", TORCH_FN(histogram_bin_ct));
   m.impl("histogram.bin_ct_out", TORCH_FN(histogram_bin_ct_out));
+  m.impl("_histogramdd_bin_edges", TORCH_FN(histogramdd_bin_edges));
+  m.impl("_histogramdd_from_bin_cts", TORCH_FN(histogramdd_from_bin_cts));
+  m.impl("_histogramdd_from_bin_tensors", TORCH_FN(histogramdd_from_bin_tensors));
 }
 
 }  // namespace tpu::aten
