@@ -21,7 +21,7 @@ import re
 
 import torch
 from op_check import _flat_tensors
-from opinfo_check import CpuReferenceError, check_backward, check_out, run_forward, spread
+from opinfo_check import CpuReferenceError, RelToMax, check_backward, check_out, run_forward, spread
 from torch.testing._internal.common_methods_invocations import op_db
 
 import torch_tpu
@@ -60,6 +60,16 @@ LOOSENED = {
     # from float64 than CPU: 1.6e-7 of the largest output, about 1.4 ulp, XLA's convolution
     # summing in another order).
     "nn.functional.conv_transpose3d": {torch.float32: (2e-4, 1.3e-6)},
+    # Entries up to 1.6e5 next to small ones: |cpu - f64| <= 0.055 (3.6e-7 of the largest
+    # entry, about 3 ulp), |tpu - f64| <= 0.0043 (the tpu works in float64 and rounds once).
+    "matrix_exp": {torch.float32: RelToMax(1e-6)},
+}
+
+# (entry, dtype) pairs whose CPU result is wrong, so that a comparison with it means nothing;
+# each with the evidence.
+CPU_WRONG = {
+    ("matrix_exp", torch.bfloat16): "CPU's bf16 kernel returns NaN for every element of ordinary inputs "
+    "(e.g. torch.linalg.matrix_exp(torch.randn(5, 5).bfloat16()))",
 }
 
 
@@ -239,6 +249,9 @@ def check_entry(op, dtypes=SWEEP_DTYPES, modes=("strict",), max_samples=8, parts
                 reason = pytorch_skip_reason(op, dtype)
                 if reason:
                     per_mode[dn] = {"forward": {"status": "skipped", "reason": f"PyTorch: {reason}"}}
+                    continue
+                if (entry_id(op), dtype) in CPU_WRONG:
+                    per_mode[dn] = {"forward": {"status": "skipped", "reason": CPU_WRONG[(entry_id(op), dtype)]}}
                     continue
                 per_mode[dn] = _check_dtype(op, dtype, max_samples, parts)
     return result

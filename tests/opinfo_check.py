@@ -44,8 +44,16 @@ def _clone(x):
     return x
 
 
+class RelToMax(float):
+    """A tolerance: atol = this fraction of the largest expected magnitude (rtol 1.3e-6), for
+    results whose small elements come out of cancellation between large ones."""
+
+
 def _compare(actual, expected, rel_to_max, tol=None):
-    """tol: (atol, rtol) for floating results, or None for torch.testing's per-dtype defaults."""
+    """tol: (atol, rtol) for floating results, a RelToMax, or None for torch.testing's per-dtype
+    defaults."""
+    if isinstance(tol, RelToMax):
+        rel_to_max, tol = float(tol), None
     atol, rtol = tol if tol is not None else (None, None)
     if rel_to_max is None or not expected.is_floating_point() or expected.numel() == 0:
         if not expected.is_floating_point() and not expected.is_complex():

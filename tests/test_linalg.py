@@ -202,3 +202,17 @@ def test_ldl_solve(shapes):
     b = randn(*shapes[1], seed=5)
     check_op(torch.linalg.ldl_solve, ld, piv, b, **TOL)
     check_op(torch.linalg.ldl_solve, ld, piv, noncontiguous(b), **TOL)
+
+
+def test_matrix_exp():
+    g = torch.Generator().manual_seed(11)
+    for a in (torch.randn(4, 4, generator=g), torch.randn(3, 5, 5, generator=g) * 4, torch.zeros(2, 2),
+              torch.randn(6, 6, generator=g) * 1e-3, torch.diag(torch.tensor([1.0, -2.0, 3.0]))):
+        # float64 inside: within rounding of the exact exponential (CPU's float32 kernel is a few
+        # ulp off), so the comparison is relative to the largest entry.
+        exact = torch.linalg.matrix_exp(a.double())
+        got = torch.linalg.matrix_exp(a.to("tpu"))
+        assert got.dtype == torch.float32 and got.shape == a.shape
+        torch.testing.assert_close(got.cpu().double(), exact, atol=2e-7 * exact.abs().max().item(), rtol=2e-7)
+    check_op(torch.linalg.matrix_exp, torch.randn(3, 3, generator=g, dtype=torch.float64).requires_grad_(), grad=True)
+    check_op(torch.linalg.matrix_exp, noncontiguous(torch.randn(4, 4, generator=g, dtype=torch.float64)))

@@ -102,23 +102,29 @@ Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, 
   return b.op1("stablehlo.triangular_solve", {tri, rhs}, rhs.type, attrs);
 }
 
-std::vector<Value> fori_loop(Builder& b, int64_t n, const std::vector<Value>& init, const LoopBody& body) {
-  if (n <= 0) return init;
-  std::vector<Value> operands{hlo::constant_int(b, DType::I64, 0)};
+std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value>& init, const LoopBody& body) {
+  // Loop state: (i, n, init...); the bound travels with the state because regions capture nothing.
+  std::vector<Value> operands{hlo::constant_int(b, DType::I64, 0), n};
   operands.insert(operands.end(), init.begin(), init.end());
   std::vector<Type> types;
   for (const Value& v : operands) types.push_back(v.type);
-  Builder::Region cond{types, [n](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                         return {hlo::compare(rb, a[0], hlo::constant_int(rb, DType::I64, n), "LT")};
+  Builder::Region cond{types, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                         return {hlo::compare(rb, a[0], a[1], "LT")};
                        }};
   Builder::Region step{types, [&body](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                         std::vector<Value> state(a.begin() + 1, a.end());
+                         std::vector<Value> state(a.begin() + 2, a.end());
                          std::vector<Value> next = body(rb, a[0], state);
+                         next.insert(next.begin(), a[1]);
                          next.insert(next.begin(), hlo::add(rb, a[0], hlo::constant_int(rb, DType::I64, 1)));
                          return next;
                        }};
   std::vector<Value> out = b.op_with_regions("stablehlo.while", operands, types, "", {cond, step});
-  return std::vector<Value>(out.begin() + 1, out.end());
+  return std::vector<Value>(out.begin() + 2, out.end());
+}
+
+std::vector<Value> fori_loop(Builder& b, int64_t n, const std::vector<Value>& init, const LoopBody& body) {
+  if (n <= 0) return init;
+  return fori_loop(b, hlo::constant_int(b, DType::I64, n), init, body);
 }
 
 }  // namespace tpu::lowering::linalg
