@@ -119,15 +119,7 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
     Value cand = hlo::select(c.b, used_rows, rows, lowest);
     Value best = idx::scatter_along(c.b, hlo::full(c.b, bags_acc, -INFINITY), 0, bag_c, cand, "stablehlo.maximum");
     // The first position reaching the maximum names the weight row (PyTorch keeps the first).
-    Value best_at = idx::gather(c.b, best, hlo::reshape(c.b, bag_c, {n, 1}), [&] {
-      idx::GatherDims d;
-      d.offset_dims = {1};
-      d.collapsed_slice_dims = {0};
-      d.start_index_map = {0};
-      d.index_vector_dim = 1;
-      d.slice_sizes = {1, dim};
-      return d;
-    }());
+    Value best_at = take_rows(c.b, best, bag_c);
     Value hit = hlo::binary(c.b, "stablehlo.and", used_rows, hlo::compare(c.b, cand, best_at, "EQ"));
     Type pos_t{DType::I64, {n, dim}};
     Value pos = hlo::select(c.b, hit, hlo::iota(c.b, pos_t, 0), hlo::full(c.b, pos_t, static_cast<double>(n)));
@@ -183,15 +175,7 @@ std::vector<Value> embedding_bag_backward(Ctx& c, const BackwardArgs& a) {
   Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(a.offset2bag), {n}), DType::I64);
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);
   Value bag_c = clamp_index(c.b, bag, num_bags);
-  Value rows = idx::gather(c.b, grad, hlo::reshape(c.b, bag_c, {n, 1}), [&] {
-    idx::GatherDims d;
-    d.offset_dims = {1};
-    d.collapsed_slice_dims = {0};
-    d.start_index_map = {0};
-    d.index_vector_dim = 1;
-    d.slice_sizes = {1, dim};
-    return d;
-  }());
+  Value rows = take_rows(c.b, grad, bag_c);
   // Per-index scale: per_sample_weights, 1 / bag size (mean), 1 / frequency of the index.
   Value factor = hlo::full(c.b, Type{acc, {n}}, 1);
   if (c.has(a.psw)) factor = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(a.psw), {n}), acc);
@@ -237,16 +221,7 @@ std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
   Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(2), DType::I64), {n});
   Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(4), {n}), DType::I64);
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);
-  Value g = idx::gather(c.b, hlo::convert(c.b, grad_v, acc), hlo::reshape(c.b, clamp_index(c.b, bag, num_bags), {n, 1}),
-                        [&] {
-                          idx::GatherDims d;
-                          d.offset_dims = {1};
-                          d.collapsed_slice_dims = {0};
-                          d.start_index_map = {0};
-                          d.index_vector_dim = 1;
-                          d.slice_sizes = {1, dim};
-                          return d;
-                        }());
+  Value g = take_rows(c.b, hlo::convert(c.b, grad_v, acc), clamp_index(c.b, bag, num_bags));
   Value w = hlo::convert(c.b, take_rows(c.b, weight, clamp_index(c.b, ind, weight.shape()[0])), acc);
   Value dot = hlo::reduce(c.b, hlo::mul(c.b, g, w), hlo::constant(c.b, acc, 0), {1}, "stablehlo.add");
   dot = hlo::select(c.b, used, dot, hlo::full(c.b, dot.type, 0));

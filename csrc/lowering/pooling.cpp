@@ -368,6 +368,25 @@ Value adaptive_divisor(Builder& b, const Shape& in, const Shape& out_full, DType
   return div;
 }
 
+// x with dimension d replaced by [out, k]: the elements at positions pos (out * k of them,
+// window by window) along d.
+Value gather_windows(Builder& b, const Value& x, int d, int64_t out, int64_t k, const std::vector<int64_t>& pos) {
+  Value index = hlo::reshape(b, i64_vector(b, pos), {out * k, 1});
+  idx::GatherDims g;
+  for (int i = 0; i < x.rank(); ++i)
+    if (i != d) g.offset_dims.push_back(i);
+  g.collapsed_slice_dims = {d};
+  g.start_index_map = {d};
+  g.index_vector_dim = 1;
+  g.slice_sizes = x.shape();
+  g.slice_sizes[d] = 1;
+  Value r = idx::gather(b, x, index, g);
+  Shape s = x.shape();
+  s[d] = out;
+  s.insert(s.begin() + d + 1, k);
+  return hlo::reshape(b, r, s);
+}
+
 // x [B, in...] (float) with dimension d (size in) replaced by [out, k]: the k positions of each
 // adaptive window, zeros past the end of windows shorter than k.
 Value adaptive_windows_zero_padded(Builder& b, const Value& x, int d, int64_t out) {
@@ -383,20 +402,7 @@ Value adaptive_windows_zero_padded(Builder& b, const Value& x, int d, int64_t ou
       int64_t p = window_start(o, in, out) + j;
       pos.push_back(p < window_end(o, in, out) ? p : in);
     }
-  Value index = hlo::reshape(b, i64_vector(b, pos), {out * k, 1});
-  idx::GatherDims g;
-  for (int i = 0; i < x.rank(); ++i)
-    if (i != d) g.offset_dims.push_back(i);
-  g.collapsed_slice_dims = {d};
-  g.start_index_map = {d};
-  g.index_vector_dim = 1;
-  g.slice_sizes = padded.shape();
-  g.slice_sizes[d] = 1;
-  Value r = idx::gather(b, padded, index, g);
-  Shape s = x.shape();
-  s[d] = out;
-  s.insert(s.begin() + d + 1, k);
-  return hlo::reshape(b, r, s);
+  return gather_windows(b, padded, d, out, k, pos);
 }
 
 // CPU's adaptive_avg_pool3d kernel sums each window in the input's dtype (bf16/f16: a rounding
@@ -483,19 +489,7 @@ Value adaptive_windows_dim(Builder& b, const Value& x, int d, int64_t out) {
   for (int64_t o = 0; o < out; ++o)
     for (int64_t j = 0; j < k; ++j)
       pos.push_back(std::min(window_start(o, in, out) + j, window_end(o, in, out) - 1));
-  Value index = hlo::reshape(b, i64_vector(b, pos), {out * k, 1});
-  idx::GatherDims g;
-  for (int i = 0; i < x.rank(); ++i)
-    if (i != d) g.offset_dims.push_back(i);
-  g.collapsed_slice_dims = {d};
-  g.start_index_map = {d};
-  g.index_vector_dim = 1;
-  g.slice_sizes = x.shape();
-  g.slice_sizes[d] = 1;
-  Value r = idx::gather(b, x, index, g);
-  s[d] = out;
-  s.insert(s.begin() + d + 1, k);
-  return hlo::reshape(b, r, s);
+  return gather_windows(b, x, d, out, k, pos);
 }
 
 // adaptive_max_pool{2,3}d(self, output_size) -> (out, indices)
