@@ -214,7 +214,6 @@ std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
   const Value& grad_v = c.tensor(0);
   const Value& weight = c.tensor(1);
   const int64_t num_bags = grad_v.shape()[0];
-  const int64_t dim = grad_v.shape()[1];
   const int64_t n = c.tensor(2).type.numel();
   const int64_t padding_idx = c.int_arg(6);
   const DType acc = opmath_of(c.out().dtype);
