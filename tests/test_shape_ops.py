@@ -4,7 +4,7 @@ diag_embed, narrow_copy, split_with_sizes_copy) compared with CPU, gradients inc
 import pytest
 import torch
 import torch.nn.functional as F
-from op_check import check_op, noncontiguous
+from op_check import check_op, noncontiguous, assert_same
 
 # Every op test runs in each eager mode (strict, debug, fused).
 pytestmark = pytest.mark.usefixtures("each_mode")
@@ -134,3 +134,23 @@ def test_split_chunk_are_views():
         lambda x: [t * 1 for t in torch.split(x, 2, 1)], make(3, 5, requires_grad=True), grad=True
     )
     check_op(lambda x: torch.cat(torch.chunk(x, 3), 1), make(6, 2, requires_grad=True), grad=True)
+
+
+def test_out_list_ops_write_every_piece():
+    # split_with_sizes_copy / unbind_copy write an out= list and return nothing.
+    x = torch.randn(6, 4)
+    outs = [torch.empty(0, device="tpu") for _ in range(3)]
+    assert torch.split_with_sizes_copy(x.to("tpu"), [1, 2, 3], out=outs) is None
+    for o, e in zip(outs, torch.split_with_sizes(x, [1, 2, 3])):
+        assert_same(o, e)
+    outs = [torch.empty(0, device="tpu") for _ in range(4)]
+    torch.unbind_copy(x.to("tpu"), 1, out=outs)
+    for o, e in zip(outs, torch.unbind(x, 1)):
+        assert_same(o, e)
+    with pytest.raises(RuntimeError, match="expected an out= argument of size 2, got 1"):
+        torch.split_with_sizes_copy(x.to("tpu"), [2, 4], out=[torch.empty(0, device="tpu")])
+
+
+def test_sgn_gradient_uses_zero_tensors():
+    # sgn's backward builds its zero gradient with _efficientzerotensor.
+    check_op(torch.sgn, torch.randn(5, dtype=torch.float64).requires_grad_(), grad=True)

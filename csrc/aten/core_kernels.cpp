@@ -208,6 +208,16 @@ at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
   return into(out, at::logspace(start, end, steps, base, out.options()));
 }
 
+// _efficientzerotensor: a zero tensor (autograd's zero gradients, e.g. sgn's). A plain zero-filled
+// tensor stands in for PyTorch's ZeroTensor, which exists only to skip work.
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                                 std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                                 std::optional<bool> pin_memory) {
+  at::Tensor t = empty_tpu(size, dense_strides(size), dtype.value_or(c10::get_default_dtype_as_scalartype()),
+                           device_index(device));
+  return t.zero_();
+}
+
 at::Tensor& eye_out(int64_t n, at::Tensor& out) { return into(out, at::eye(n, out.options())); }
 
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) { return into(out, at::eye(n, m, out.options())); }
@@ -240,6 +250,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linspace.out", TORCH_FN(linspace_out));
   m.impl("logspace.out", TORCH_FN(logspace_out));
   m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("_efficientzerotensor", TORCH_FN(efficient_zero_tensor));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
 }
 

@@ -359,15 +359,17 @@ void run_out_variant(const c10::OperatorHandle& op, const OpBinding& bind, torch
   std::vector<c10::IValue> args(stack->end() - n, stack->end());
   std::vector<c10::IValue> fstack(args.begin(), args.begin() + bind.num_args);
   bind.functional->callBoxed(fstack);
-  std::vector<at::Tensor> results;
+  std::vector<at::Tensor> results, outs;
   for (const c10::IValue& v : fstack) collect_tensors(v, results);
-  TORCH_INTERNAL_ASSERT(results.size() == bind.written.size());
-  for (size_t k = 0; k < results.size(); ++k) {
-    at::Tensor out = args[bind.written[k]].toTensor();
-    into(out, results[k]);
-  }
+  // An out= list (split_with_sizes_copy.out, unbind_copy.int_out) holds one tensor per result.
+  for (int w : bind.written) collect_tensors(args[w], outs);
+  TORCH_CHECK(results.size() == outs.size(), op.schema().name(), "(): expected an out= argument of size ",
+              results.size(), ", got ", outs.size());
+  for (size_t k = 0; k < results.size(); ++k) into(outs[k], results[k]);
   torch::jit::drop(*stack, n);
-  for (int w : bind.written) stack->push_back(args[w]);
+  // Schemas that write a list return nothing.
+  if (!op.schema().returns().empty())
+    for (int w : bind.written) stack->push_back(args[w]);
 }
 
 }  // namespace
