@@ -58,6 +58,11 @@ Value constant(Builder& b, DType dtype, double v) {
                "value = dense<" + float_literal(v) + "> : " + scalar_type(dtype).str());
 }
 
+Value i64_vector(Builder& b, const std::vector<int64_t>& v) {
+  Type t{DType::I64, {static_cast<int64_t>(v.size())}};
+  return b.op1("stablehlo.constant", {}, t, "value = dense<" + ir::i64_list(v) + "> : " + t.str());
+}
+
 Value constant_int(Builder& b, DType dtype, int64_t v) {
   if (!ir::is_integral(dtype) && dtype != DType::Bool) return constant(b, dtype, static_cast<double>(v));
   std::string lit = dtype == DType::Bool ? (v ? "true" : "false") : std::to_string(v);

@@ -15,6 +15,8 @@ using ir::Value;
 
 Value constant(Builder& b, DType dtype, double v);  // handles inf/nan and every dtype
 Value constant_int(Builder& b, DType dtype, int64_t v);
+// A rank-1 i64 constant holding `v` (static index lists: gather positions, window sizes).
+Value i64_vector(Builder& b, const std::vector<int64_t>& v);
 // A constant of `shape` filled with `v` (a broadcast scalar constant).
 Value full(Builder& b, const Type& type, double v);
 Value convert(Builder& b, const Value& v, DType dtype);  // no-op when dtypes match

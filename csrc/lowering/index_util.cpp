@@ -78,6 +78,18 @@ Value at_least_1d(Builder& b, const Value& v) {
   return v.rank() == 0 ? hlo::reshape(b, v, {1}) : v;
 }
 
+Value gather_along(Builder& b, const Value& operand, int64_t dim, const Value& index) {
+  GatherDims d;
+  for (int64_t i = 0; i < operand.rank(); ++i)
+    if (i != dim) d.offset_dims.push_back(i);
+  d.collapsed_slice_dims = {dim};
+  d.start_index_map = {dim};
+  d.index_vector_dim = 1;
+  d.slice_sizes = operand.shape();
+  d.slice_sizes[dim] = 1;
+  return gather(b, operand, hlo::reshape(b, index, {index.shape()[0], 1}), d);
+}
+
 Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index,
                     const Value& updates, const std::string& combine) {
   // Indices [N, 1]; the update dimension `dim` walks the indices, every other is a window.

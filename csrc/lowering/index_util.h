@@ -55,6 +55,10 @@ Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_
 // `v` reshaped to rank 1 when it is 0-d (gather/scatter along dim 0 of a 0-d tensor).
 Value at_least_1d(Builder& b, const Value& v);
 
+// Gather along one dimension (index_select-like): operand with dimension `dim` replaced by the
+// entries index[0..n) (rank-1, in range) of it.
+Value gather_along(Builder& b, const Value& operand, int64_t dim, const Value& index);
+
 // Scatter along one dimension (index_add/index_copy/index_fill/index_put-like along `dim`):
 // rows updates[..., i, ...] (at position `dim`) go to operand[..., index[i], ...].
 Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index,

@@ -60,20 +60,6 @@ Value mask_ranks(ir::Builder& b, const Value& mask_flat, int64_t count) {
   return hlo::min(b, pos, hlo::full(b, pos.type, static_cast<double>(count - 1)));
 }
 
-// Rows of `v` along `dim` picked by the rank-1 i64 `rows` (an index_select).
-Value select_rows(ir::Builder& b, const Value& v, int64_t dim, const Value& rows) {
-  const int64_t n = rows.shape()[0];
-  idx::GatherDims d;
-  for (int64_t i = 0; i < v.rank(); ++i)
-    if (i != dim) d.offset_dims.push_back(i);
-  d.collapsed_slice_dims = {dim};
-  d.start_index_map = {dim};
-  d.index_vector_dim = 1;
-  d.slice_sizes = v.shape();
-  d.slice_sizes[dim] = 1;
-  return idx::gather(b, v, hlo::reshape(b, rows, {n, 1}), d);
-}
-
 // ---- advanced indexing ------------------------------------------------------------------
 
 // self[indices] as PyTorch/NumPy define it, prepared for one gather or scatter: `self`
@@ -198,7 +184,7 @@ Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bo
               "shape mismatch: value tensor cannot be broadcast to indexing result");
     Shape full = flat;
     full[p] = count;
-    rows = select_rows(c.b, hlo::broadcast_to(c.b, vals, full), p, mask_ranks(c.b, mk, count));
+    rows = idx::gather_along(c.b, hlo::broadcast_to(c.b, vals, full), p, mask_ranks(c.b, mk, count));
   }
   Value updated = accumulate ? hlo::binary(c.b, idx::add_op(self.dtype()), x, rows) : rows;
   Value sel = hlo::broadcast_in_dim(c.b, mk, flat, {p});

@@ -205,11 +205,6 @@ std::vector<Value> lower_adaptive_max_pool_backward(Ctx& c) {
 
 // --- average pooling -----------------------------------------------------------------------
 
-Value i64_vector(Builder& b, const std::vector<int64_t>& v) {
-  std::string lit = "dense<" + ir::i64_list(v) + "> : tensor<" + std::to_string(v.size()) + "xi64>";
-  return b.op1("stablehlo.constant", {}, Type{DType::I64, {static_cast<int64_t>(v.size())}}, "value = " + lit);
-}
-
 // CPU's divisor of every output window, [B, out...] in dtype t (per dimension: the window
 // clipped to the padded input, or to the input when padding does not count; the product over
 // dimensions), or divisor_override.
@@ -229,7 +224,7 @@ Value avg_divisor(Builder& b, const Window& w, const Shape& in, const Shape& out
       }
       counts.push_back(std::max<int64_t>(end - start, 0));
     }
-    Value v = hlo::convert(b, i64_vector(b, counts), t);
+    Value v = hlo::convert(b, hlo::i64_vector(b, counts), t);
     div = hlo::mul(b, div, hlo::broadcast_in_dim(b, v, out_full, {static_cast<int64_t>(d) + 1}));
   }
   return div;
@@ -308,8 +303,8 @@ Value window_matrix(Builder& b, int64_t in, int64_t out, DType t) {
   }
   Shape s = {out, in};
   Value pos = hlo::iota(b, Type{DType::I64, s}, 1);
-  Value st = hlo::broadcast_in_dim(b, i64_vector(b, starts), s, {0});
-  Value en = hlo::broadcast_in_dim(b, i64_vector(b, ends), s, {0});
+  Value st = hlo::broadcast_in_dim(b, hlo::i64_vector(b, starts), s, {0});
+  Value en = hlo::broadcast_in_dim(b, hlo::i64_vector(b, ends), s, {0});
   Value inside = hlo::binary(b, "stablehlo.and", hlo::compare(b, pos, st, "GE"), hlo::compare(b, pos, en, "LT"));
   return hlo::convert(b, inside, t);
 }
@@ -317,7 +312,7 @@ Value window_matrix(Builder& b, int64_t in, int64_t out, DType t) {
 Value window_counts(Builder& b, int64_t in, int64_t out, DType t) {
   std::vector<int64_t> n;
   for (int64_t o = 0; o < out; ++o) n.push_back(window_end(o, in, out) - window_start(o, in, out));
-  return hlo::convert(b, i64_vector(b, n), t);
+  return hlo::convert(b, hlo::i64_vector(b, n), t);
 }
 
 // x with dimension d (size in) replaced by the window sums (size out).
@@ -371,16 +366,7 @@ Value adaptive_divisor(Builder& b, const Shape& in, const Shape& out_full, DType
 // x with dimension d replaced by [out, k]: the elements at positions pos (out * k of them,
 // window by window) along d.
 Value gather_windows(Builder& b, const Value& x, int d, int64_t out, int64_t k, const std::vector<int64_t>& pos) {
-  Value index = hlo::reshape(b, i64_vector(b, pos), {out * k, 1});
-  idx::GatherDims g;
-  for (int i = 0; i < x.rank(); ++i)
-    if (i != d) g.offset_dims.push_back(i);
-  g.collapsed_slice_dims = {d};
-  g.start_index_map = {d};
-  g.index_vector_dim = 1;
-  g.slice_sizes = x.shape();
-  g.slice_sizes[d] = 1;
-  Value r = idx::gather(b, x, index, g);
+  Value r = idx::gather_along(b, x, d, hlo::i64_vector(b, pos));
   Shape s = x.shape();
   s[d] = out;
   s.insert(s.begin() + d + 1, k);

@@ -228,11 +228,6 @@ Taps make_taps(Mode mode, DType dtype, DType storage, int64_t in, int64_t out, b
 
 // --- IR --------------------------------------------------------------------------------------
 
-Value i64_constant(Builder& b, const std::vector<int64_t>& v) {
-  Type t{DType::I64, {static_cast<int64_t>(v.size())}};
-  return b.op1("stablehlo.constant", {}, t, "value = dense<" + ir::i64_list(v) + "> : " + t.str());
-}
-
 std::string float_literal(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -252,17 +247,7 @@ Value float_constant(Builder& b, const std::vector<double>& v, DType dtype) {
 
 // x with dimension d (size taps.in) resampled to taps.out.
 Value resample_dim(Builder& b, const Value& x, int d, const Taps& taps) {
-  const int64_t n = taps.k * taps.out;
-  Value index = hlo::reshape(b, i64_constant(b, taps.index), {n, 1});
-  idx::GatherDims g;
-  for (int i = 0; i < x.rank(); ++i)
-    if (i != d) g.offset_dims.push_back(i);
-  g.collapsed_slice_dims = {d};
-  g.start_index_map = {d};
-  g.index_vector_dim = 1;
-  g.slice_sizes = x.shape();
-  g.slice_sizes[d] = 1;
-  Value r = idx::gather(b, x, index, g);
+  Value r = idx::gather_along(b, x, d, hlo::i64_vector(b, taps.index));
   if (taps.weight.empty()) return r;
   Shape s = r.shape();
   s[d] = taps.k;
@@ -298,7 +283,7 @@ Value resample_dim_backward(Builder& b, const Value& g, int d, const Taps& taps)
   Shape in = g.shape();
   in[d] = taps.in;
   Value zeros = hlo::full(b, Type{g.dtype(), in}, 0);
-  return idx::scatter_along(b, zeros, d, i64_constant(b, taps.index), updates, "stablehlo.add");
+  return idx::scatter_along(b, zeros, d, hlo::i64_vector(b, taps.index), updates, "stablehlo.add");
 }
 
 std::optional<double> scale_arg(const Ctx& c, int i) {
