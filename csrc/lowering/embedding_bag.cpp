@@ -8,6 +8,7 @@
 // exactly these, so forward and backward agree.
 #include <cmath>
 
+#include "lowering/elementwise_ops.h"
 #include "lowering/index_util.h"
 #include "lowering/registry.h"
 
@@ -22,8 +23,6 @@ using ir::Value;
 constexpr int64_t kModeSum = 0;
 constexpr int64_t kModeMean = 1;
 constexpr int64_t kModeMax = 2;
-
-DType opmath_of(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 // vec[idx] for a 1-D `vec` and an index tensor of any shape (entries already in range).
 Value take(ir::Builder& b, const Value& vec, const Value& idx) {
@@ -91,7 +90,7 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
   const int64_t k = c.tensor(2).type.numel();
   const int64_t num_bags = c.out(0).shape[0];
   const DType out_dtype = c.out(0).dtype;
-  const DType acc = opmath_of(out_dtype);
+  const DType acc = ew::opmath(out_dtype);
   idx::require_in_range(c, c.tensor(1), vocab, false, "index out of range in self");
 
   Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(1), DType::I64), {n});
@@ -157,7 +156,7 @@ std::vector<Value> embedding_bag_backward(Ctx& c, const BackwardArgs& a) {
   const int64_t num_bags = grad_v.shape()[0];
   const int64_t dim = grad_v.shape()[1];
   const int64_t n = c.tensor(a.indices).type.numel();
-  const DType acc = opmath_of(out.dtype);
+  const DType acc = ew::opmath(out.dtype);
   Value grad = hlo::convert(c.b, grad_v, acc);
   Type table{acc, {num_weights, dim}};
 
@@ -216,7 +215,7 @@ std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
   const int64_t num_bags = grad_v.shape()[0];
   const int64_t n = c.tensor(2).type.numel();
   const int64_t padding_idx = c.int_arg(6);
-  const DType acc = opmath_of(c.out().dtype);
+  const DType acc = ew::opmath(c.out().dtype);
   Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(2), DType::I64), {n});
   Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(4), {n}), DType::I64);
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);

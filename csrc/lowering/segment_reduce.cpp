@@ -18,10 +18,6 @@ using ir::DType;
 using ir::Type;
 using ir::Value;
 
-// The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step), so the
-// lowering does the same to match it.
-DType opmath_of(DType t) { return t; }
-
 struct Segments {
   int64_t b = 1, s = 0, i = 1, m = 0;
   Value seg;    // i64 [B, S], clamped into [0, M)
@@ -143,7 +139,8 @@ std::vector<Value> lower_segment_reduce(Ctx& c) {
   const std::string& reduce = c.arg(1).s;
   const int64_t axis = hlo::wrap_dim(c.int_arg(5), data.rank());
   Segments g = segments(c.b, data.shape(), axis, c.has(2) ? c.tensor(2) : Value(), c.has(4) ? c.tensor(4) : Value());
-  const DType acc = opmath_of(c.out().dtype);
+  // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
+  const DType acc = c.out().dtype;
   Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
   Value r = reduce_segments(c.b, g, x, reduce, c.has(7), c.has(7) ? c.arg(7).d : 0);
   return {hlo::reshape(c.b, hlo::convert(c.b, r, c.out().dtype), c.out().shape)};
@@ -155,7 +152,8 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
   const std::string& reduce = c.arg(3).s;
   const int64_t axis = hlo::wrap_dim(c.int_arg(6), data.rank());
   Segments g = segments(c.b, data.shape(), axis, c.has(4) ? c.tensor(4) : Value(), c.has(5) ? c.tensor(5) : Value());
-  const DType acc = opmath_of(c.out().dtype);
+  // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
+  const DType acc = c.out().dtype;
   Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
   Value gy = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(0), {g.b, g.m, g.i}), acc);
   Value y = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(1), {g.b, g.m, g.i}), acc);
