@@ -1,33 +1,47 @@
-"""Training-step throughput of the small GPT under torch.compile(backend="tpu"), beside fused
-and strict eager, native PyTorch CPU eager, PyTorch inductor on CPU, and the same GPT written
-in JAX (jax.jit on the same XLA:CPU) as the reference for what XLA itself does here. Steps per
-second after warm-up, all in one process, plus each variant's first-step time.
+"""Training-step throughput of the small GPT and a ResNet-18 (CIFAR layout) under
+torch.compile(backend="tpu"), beside fused and strict eager, native PyTorch CPU eager, PyTorch
+inductor on CPU, and, for the GPT, the same model written in JAX (jax.jit on the same XLA:CPU)
+as the reference for what XLA itself does here. Steps per second after warm-up, all variants of
+a model in one process, plus each variant's first-step time.
 
-    python benchmarks/compile_step.py          # JAX rows need `pip install jax` (skipped if absent)
+    python benchmarks/compile_step.py          # JAX row needs `pip install jax` (skipped if absent)
+    python benchmarks/compile_step.py --models gpt   # or resnet18
 """
 
 import argparse
 import math
 import time
+from functools import partial
 
 import torch
 
 import torch_tpu
 from common import machine, sync
-from models import GPT
+from models import GPT, ResNet
 
 VOCAB, WIDTH, LAYERS, HEADS, BATCH, CONTEXT = 256, 128, 4, 4, 8, 64
+CNN_BATCH, CNN_SIZE = 8, 32
 
 
-def torch_step(device, mode, compile_backend):
+def gpt_model_and_batch():
+    idx = torch.randint(0, VOCAB, (BATCH, CONTEXT))
+    return GPT(VOCAB, WIDTH, LAYERS, HEADS, CONTEXT), (idx, torch.roll(idx, -1, 1))
+
+
+def resnet_model_and_batch():
+    batch = (torch.randn(CNN_BATCH, 3, CNN_SIZE, CNN_SIZE), torch.randint(0, 10, (CNN_BATCH,)))
+    return ResNet(), batch
+
+
+def torch_step(model_and_batch, device, mode, compile_backend):
     torch.manual_seed(0)
-    model = GPT(VOCAB, WIDTH, LAYERS, HEADS, CONTEXT).to(device)
+    model, batch = model_and_batch()
+    model = model.to(device)
     # capturable: the step counters live on the device, so the compiled optimizer step is a pure
     # function of tpu tensors and replays its captured program (Dynamo sets this by itself only
     # for CUDA and XPU parameters).
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, capturable=compile_backend == "tpu")
-    idx = torch.randint(0, VOCAB, (BATCH, CONTEXT))
-    x, y = idx.to(device), torch.roll(idx, -1, 1).to(device)
+    x, y = (t.to(device) for t in batch)
     run = torch.compile(model, backend=compile_backend) if compile_backend else model
 
     def opt_step():
@@ -136,6 +150,19 @@ def jax_step():
     return step
 
 
+# name: (model and batch, description, warm-up steps, timed steps, JAX reference or None)
+MODELS = {
+    "gpt": (gpt_model_and_batch, f"gpt {LAYERS}x{WIDTH}, batch {BATCH}x{CONTEXT}", 3, 20, jax_step),
+    "resnet18": (
+        resnet_model_and_batch,
+        f"resnet-18, batch {CNN_BATCH}x3x{CNN_SIZE}x{CNN_SIZE}",
+        2,
+        5,
+        None,
+    ),
+}
+
+
 def measure(make, device, warmup, steps):
     t0 = time.perf_counter()
     step = make()
@@ -154,36 +181,41 @@ def measure(make, device, warmup, steps):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--warmup", type=int, help="warm-up steps (default: per model)")
+    p.add_argument("--steps", type=int, help="timed steps (default: per model)")
     args = p.parse_args()
-    print(f"# compile_step ({machine()}): gpt {LAYERS}x{WIDTH}, batch {BATCH}x{CONTEXT}")
-    variants = {
-        "cpu-eager": (lambda: torch_step("cpu", "strict", None), "cpu"),
-        "cpu-inductor": (lambda: torch_step("cpu", "strict", "inductor"), "cpu"),
-        "strict": (lambda: torch_step("tpu", "strict", None), "tpu"),
-        "fused": (lambda: torch_step("tpu", "fused", None), "tpu"),
-        "compiled": (lambda: torch_step("tpu", "strict", "tpu"), "tpu"),
-    }
-    try:
-        import jax  # noqa: F401
+    for name in args.models.split(","):
+        model_and_batch, what, warmup, steps, reference = MODELS[name]
+        print(f"# compile_step ({machine()}): {what}")
+        variants = {
+            "cpu-eager": ("cpu", "strict", None),
+            "cpu-inductor": ("cpu", "strict", "inductor"),
+            "strict": ("tpu", "strict", None),
+            "fused": ("tpu", "fused", None),
+            "compiled": ("tpu", "strict", "tpu"),
+        }
+        makers = {k: (partial(torch_step, model_and_batch, *v), v[0]) for k, v in variants.items()}
+        if reference:
+            try:
+                import jax  # noqa: F401
 
-        variants["jax-jit"] = (jax_step, "cpu")
-    except ImportError:
-        print("jax not installed: no JAX reference row")
-    rates = {}
-    for name, (make, device) in variants.items():
-        rate, first = measure(make, device, args.warmup, args.steps)
-        rates[name] = rate
-        print(f"{name:>13}: {rate:7.2f} steps/s, first step {first:6.2f} s")
-    c = rates["compiled"]
-    line = (
-        f"compiled/strict {c / rates['strict']:.2f}x, compiled/cpu-eager "
-        f"{c / rates['cpu-eager']:.2f}x, compiled/fused {c / rates['fused']:.2f}x"
-    )
-    if "jax-jit" in rates:
-        line += f", jax step time / compiled step time {c / rates['jax-jit']:.2f}x"
-    print(line)
+                makers["jax-jit"] = (reference, "cpu")
+            except ImportError:
+                print("jax not installed: no JAX reference row")
+        rates = {}
+        for variant, (make, device) in makers.items():
+            rate, first = measure(make, device, args.warmup or warmup, args.steps or steps)
+            rates[variant] = rate
+            print(f"{variant:>13}: {rate:7.2f} steps/s, first step {first:6.2f} s", flush=True)
+        c = rates["compiled"]
+        line = (
+            f"compiled/strict {c / rates['strict']:.2f}x, compiled/cpu-eager "
+            f"{c / rates['cpu-eager']:.2f}x, compiled/fused {c / rates['fused']:.2f}x"
+        )
+        if "jax-jit" in rates:
+            line += f", jax step time / compiled step time {c / rates['jax-jit']:.2f}x"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ class MLP(nn.Module):
     def __init__(self, d_in=32, hidden=64, d_out=10):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.ReLU(),
+            nn.Linear(d_in, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
             nn.Linear(hidden, d_out),
         )
 
@@ -43,8 +46,9 @@ class Block(nn.Module):
         self.ln1 = nn.LayerNorm(width)
         self.attn = CausalSelfAttention(width, heads)
         self.ln2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
-                                 nn.Linear(4 * width, width))
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"), nn.Linear(4 * width, width)
+        )
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -82,7 +86,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(c_out)
         self.short = nn.Sequential()
         if stride != 1 or c_in != c_out:
-            self.short = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+            self.short = nn.Sequential(
+                nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out)
+            )
 
     def forward(self, x):
         y = F.relu(self.bn1(self.conv1(x)))
@@ -94,7 +100,9 @@ class ResNet(nn.Module):
 
     def __init__(self, width=64, blocks=(2, 2, 2, 2), classes=10):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU()
+        )
         layers, c = [], width
         for i, n in enumerate(blocks):
             c_out = width * 2**i
@@ -108,3 +116,36 @@ class ResNet(nn.Module):
         h = F.adaptive_avg_pool2d(self.layers(self.stem(x)), 1).flatten(1)
         logits = self.head(h)
         return logits if y is None else F.cross_entropy(logits, y)
+
+
+class CachedDecoder(nn.Module):
+    """A one-block decoder with a static KV cache, as Hugging Face's StaticCache keeps one: the
+    cache has a fixed length and each call writes its keys and values at `cache_position` (a
+    tensor), so every decode step has the same shapes and compiles once."""
+
+    def __init__(self, vocab=64, width=32, heads=2, max_len=16, batch=2):
+        super().__init__()
+        self.heads, self.width = heads, width
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(max_len, width)
+        self.ln = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.head = nn.Linear(width, vocab)
+        shape = (batch, heads, max_len, width // heads)
+        self.register_buffer("k_cache", torch.zeros(shape))
+        self.register_buffer("v_cache", torch.zeros(shape))
+
+    def forward(self, idx, cache_position):
+        b, t = idx.shape
+        x = self.tok(idx) + self.pos(cache_position)
+        q, k, v = (
+            z.view(b, t, self.heads, -1).transpose(1, 2)
+            for z in self.qkv(self.ln(x)).split(self.width, -1)
+        )
+        self.k_cache.index_copy_(2, cache_position, k)
+        self.v_cache.index_copy_(2, cache_position, v)
+        slots = torch.arange(self.k_cache.shape[2], device=idx.device)
+        mask = slots[None, :] <= cache_position[:, None]
+        y = F.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=mask)
+        return self.head(x + self.proj(y.transpose(1, 2).reshape(b, t, self.width)))

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 import pytest
 import torch
 import torch.nn.functional as F
-from models import GPT, MLP, ResNet
+from models import GPT, MLP, CachedDecoder, ResNet
 
 import torch_tpu
 
@@ -171,6 +171,50 @@ def test_buffer_mutations_reach_the_module_inference_mode():
             torch.testing.assert_close(got.cpu(), ref)
     torch.testing.assert_close(tpu.cache.cpu(), cpu.cache)
     assert tpu.calls.item() == 3
+
+
+def generate(model, forward, prompt, new_tokens):
+    """Greedy decoding with the model's static KV cache: one prefill call, then one call per
+    token, each at its cache position."""
+    device = prompt.device
+    model.k_cache.zero_()
+    model.v_cache.zero_()
+    logits = forward(prompt, torch.arange(prompt.shape[1], device=device))
+    tokens = []
+    for i in range(new_tokens):
+        tokens.append(logits[:, -1].argmax(-1, keepdim=True))
+        logits = forward(tokens[-1], torch.tensor([prompt.shape[1] + i], device=device))
+    return torch.cat(tokens, 1), logits
+
+
+def graphs():
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+def test_static_kv_cache_generation_compiles_once_per_shape_bucket():
+    torch.manual_seed(0)
+    cpu = CachedDecoder()
+    tpu = copy.deepcopy(cpu).to("tpu")
+    for cache in (tpu.k_cache, tpu.v_cache):
+        torch._dynamo.mark_static_address(cache)
+    # Hugging Face's recipe for static caches: whole graphs, static shapes.
+    compiled = torch.compile(tpu, backend="tpu", fullgraph=True, dynamic=False)
+    with torch.no_grad():
+        for prompt_len, new_graphs in ((4, 2), (4, 0), (6, 1)):
+            prompt = torch.randint(0, 64, (2, prompt_len))
+            graphs_before, compiles_before, replays_before = graphs(), compiles(), replays()
+            tokens, logits = generate(tpu, compiled, prompt.to("tpu"), 8)
+            ref_tokens, ref_logits = generate(cpu, cpu, prompt, 8)
+            assert torch.equal(tokens.cpu(), ref_tokens)
+            torch.testing.assert_close(logits.cpu(), ref_logits)
+            torch.testing.assert_close(tpu.k_cache.cpu(), cpu.k_cache)
+            torch.testing.assert_close(tpu.v_cache.cpu(), cpu.v_cache)
+            # The first generation traces prefill and decode; the same prompt length again
+            # compiles nothing; a new prompt length adds its prefill graph only.
+            assert graphs() - graphs_before == new_graphs
+            if new_graphs == 0:
+                assert compiles() == compiles_before
+            assert replays() - replays_before >= 8 - new_graphs
 
 
 def test_graph_breaks_run_each_graph_and_eager_between():
