@@ -217,6 +217,28 @@ def test_static_kv_cache_generation_compiles_once_per_shape_bucket():
             assert replays() - replays_before >= 8 - new_graphs
 
 
+def test_outputs_that_alias_inputs_or_each_other_stay_views():
+    def f(x, buf):
+        buf.add_(1)
+        y = x * 2
+        return x.t(), x[1:], buf, y, y.view(-1)
+
+    compiled = torch.compile(f, backend="tpu")
+    results = {}
+    for device, fn in (("cpu", f), ("tpu", compiled)):
+        x, buf = torch.arange(6.0).view(2, 3).to(device), torch.zeros(3, device=device)
+        for _ in range(2):  # the second call replays the captured program
+            t, s, b, y, flat = fn(x, buf)
+        assert b is buf
+        assert t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+        assert flat.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+        x.mul_(10)  # writes through the input reach the views returned of it, and so on
+        y.add_(100)
+        results[device] = [r.cpu() for r in (t, s, buf, flat)]
+    for got, ref in zip(results["tpu"], results["cpu"]):
+        torch.testing.assert_close(got, ref)
+
+
 def test_graph_breaks_run_each_graph_and_eager_between():
     def f(x):
         y = x.sin() * 2
@@ -260,6 +282,22 @@ def test_warm_process_compiles_nothing(tmp_path):
     assert cold_compiles > 0 and warm_compiles == 0 and warm_hits > 0, [
         r.stderr[-2000:] for r in runs
     ]
+
+
+def test_recompile_log_explains_a_new_batch_size(capfd):
+    # With static shapes, a new batch size makes Dynamo trace a new graph; its XLA program has
+    # the structure of the first one, and the log says which input changed. The sizes are used
+    # by no other test, so the process's compile cache cannot already hold either program.
+    compiled = torch.compile(MLP(13, 29, 3).to("tpu"), backend="tpu", dynamic=False)
+    torch_tpu._C._set_log_recompiles(True)
+    try:
+        for batch in (7, 11):
+            x = torch.randn(batch, 13)
+            compiled(x.to("tpu")).sum().item()
+    finally:
+        torch_tpu._C._set_log_recompiles(False)
+    err = capfd.readouterr().err
+    assert "recompiling" in err and "[7, 13]" in err and "[11, 13]" in err, err
 
 
 def test_other_devices_keep_their_default_backend():
