@@ -37,10 +37,7 @@ def torch_step(model_and_batch, device, mode, compile_backend):
     torch.manual_seed(0)
     model, batch = model_and_batch()
     model = model.to(device)
-    # capturable: the step counters live on the device, so the compiled optimizer step is a pure
-    # function of tpu tensors and replays its captured program (Dynamo sets this by itself only
-    # for CUDA and XPU parameters).
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, capturable=compile_backend == "tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x, y = (t.to(device) for t in batch)
     run = torch.compile(model, backend=compile_backend) if compile_backend else model
 

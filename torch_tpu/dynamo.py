@@ -77,6 +77,27 @@ class TpuInterface(_di.DeviceInterface):
         return True
 
 
+def _capture_tpu_optimizer_state():
+    # Dynamo makes a compiled optimizer step "capturable" (step counters on the device, so the
+    # step is one device program) only for CUDA and XPU parameters; tpu parameters get the same.
+    from torch._dynamo.variables.optimizer import OptimizerVariable
+
+    original = OptimizerVariable._set_capturable
+
+    def set_capturable(self, tx):
+        for group in self.value.param_groups:
+            params = group.get("params", [])
+            if (
+                "capturable" in group
+                and params
+                and all(p.device.type == "tpu" and p not in self.value.state for p in params)
+            ):
+                group["capturable"] = True
+        return original(self, tx)
+
+    OptimizerVariable._set_capturable = set_capturable
+
+
 def _register_device_interface():
     # torch's own registry maps "tpu" to an interface for another project; it fills the registry
     # lazily, so fill it first and then take the name.
@@ -162,4 +183,5 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
 tpu_backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph)
 
 _register_device_interface()
+_capture_tpu_optimizer_state()
 _C._set_generated_code_resolver(_resolve_generated_line)
