@@ -119,6 +119,40 @@ def test_copy_across_devices_and_dtypes():
     assert_same(t, row.double().expand(4, 5))
 
 
+def pairs(t):
+    """A ComplexHalf tensor as its (re, im) halves, on the CPU (CPU cannot compare chalf)."""
+    assert t.dtype == torch.complex32
+    return torch.view_as_real(t.cpu())
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES + (torch.complex64, torch.float64), ids=str)
+def test_complex_half_is_stored_copied_and_converted(dtype):
+    # XLA has no complex32: a tpu ComplexHalf tensor holds (re, im) pairs of halves, and
+    # conversions into and out of it must round exactly as CPU's do.
+    cpu = (torch.randn(2, 3, 2, 3) * 300).to(dtype)
+    t = cpu.to("tpu")
+    for kw in ({}, {"memory_format": torch.channels_last}):
+        got, want = t.chalf(**kw), cpu.chalf(**kw)
+        assert got.device.type == "tpu" and got.shape == want.shape and got.stride() == want.stride()
+        assert torch.equal(pairs(got), pairs(want))
+    assert torch.equal(pairs(t.transpose(0, 3).chalf()), pairs(cpu.transpose(0, 3).chalf()))
+    c = cpu.chalf()
+    back = c.to("tpu")  # cpu -> tpu, then out of ComplexHalf into every dtype
+    assert torch.equal(pairs(back), pairs(c))
+    assert back[1, 2, 0, 1].item() == c[1, 2, 0, 1].item()
+    for to in (torch.complex64, torch.float32, torch.bfloat16, torch.int64):
+        assert_same(back.to(to), c.to(to))
+    view = torch.empty(3, 4, dtype=torch.complex32, device="tpu")
+    view.t().copy_(back[0, :, 0, 0])  # a broadcast, strided write into a ComplexHalf view
+    assert torch.equal(pairs(view), pairs(c[0, :, 0, 0].expand(4, 3).t().contiguous()))
+
+
+def test_complex_half_arithmetic_is_a_clear_error():
+    t = torch.randn(3, dtype=torch.complex64).chalf().to("tpu")
+    with pytest.raises(NotImplementedError, match="ComplexHalf.*cfloat"):
+        (t + t).cpu()
+
+
 def test_non_blocking_and_to():
     cpu = torch.randn(3, 3)
     t = cpu.to("tpu", non_blocking=True)

@@ -13,6 +13,7 @@
 #include <ATen/ops/eye.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
@@ -136,6 +137,28 @@ at::Tensor resolve_bits(const at::Tensor& t) {
   return r;
 }
 
+at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking);
+
+// ComplexHalf has no XLA element type, so a tpu ComplexHalf storage holds (re, im) pairs of
+// halves and copies into it go through its view_as_real view. (Copies out of it: to_cpu, or
+// this function when the source is ComplexHalf.)
+at::Tensor& copy_complex_half(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  at::Tensor from = src.expand(dst.sizes());
+  if (!dst.is_complex()) {  // complex -> real keeps the real part, as CPU's copy_ does
+    at::Tensor re = at::view_as_real(from).select(-1, 0);
+    return copy_(dst, re, non_blocking);
+  }
+  at::Tensor pairs = at::view_as_real(dst);
+  if (from.is_complex()) {
+    copy_(pairs, at::view_as_real(from), non_blocking);
+    return dst;
+  }
+  at::Tensor re = pairs.select(-1, 0);
+  copy_(re, from, non_blocking);
+  pairs.select(-1, 1).zero_();
+  return dst;
+}
+
 // dst <- src, with broadcasting and dtype conversion, any pair of devices.
 at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
   if (dst.numel() == 0) return dst;
@@ -150,6 +173,8 @@ at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
     copy_(storage_view, values, non_blocking);
     return dst;
   }
+  if (dst_tpu && (dst.scalar_type() == c10::kComplexHalf || src.scalar_type() == c10::kComplexHalf))
+    return copy_complex_half(dst, src, non_blocking);
   if (!dst_tpu) {  // tpu -> cpu
     dst.copy_(to_cpu(src));
     return dst;

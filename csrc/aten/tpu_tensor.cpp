@@ -3,6 +3,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
 
 #include "exec/device_context.h"
 #include "exec/executor.h"
@@ -29,6 +30,10 @@ ir::DType to_ir(c10::ScalarType t) {
     case c10::kDouble: return DType::F64;
     case c10::kComplexFloat: return DType::C64;
     case c10::kComplexDouble: return DType::C128;
+    case c10::kComplexHalf:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu stores ComplexHalf tensors but computes only copies, "
+                                  "conversions and views of them (XLA has no complex32 type); "
+                                  "convert with .cfloat() first");
     default:
       TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu does not support dtype ", t);
   }
@@ -202,6 +207,11 @@ at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
 }
 
 at::Tensor to_cpu(const at::Tensor& t) {
+  if (t.scalar_type() == c10::kComplexHalf) {  // stored as (re, im) pairs of halves
+    at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
+    at::view_as_real(out).copy_(to_cpu(at::view_as_real(t)));
+    return out;
+  }
   at::Tensor src = t;
   exec::Storage* s = storage_of(src);
   DType dtype = to_ir(t.scalar_type());
