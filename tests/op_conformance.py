@@ -21,7 +21,7 @@ import re
 
 import torch
 from op_check import _flat_tensors
-from opinfo_check import CpuReferenceError, RelToMax, check_backward, check_out, run_forward, spread
+from opinfo_check import CloserToFloat64, CpuReferenceError, RelToMax, check_backward, check_out, run_forward, spread
 from torch.testing._internal.common_methods_invocations import op_db
 
 import torch_tpu
@@ -58,11 +58,19 @@ LOOSENED = {
     # Outputs up to 890 that sum up to 8 x 27 products: |tpu - cpu| <= 1.8e-4, with |tpu - f64|
     # <= 1.4e-4 and |cpu - f64| <= 9.9e-5 (the one entry here where the tpu is somewhat further
     # from float64 than CPU: 1.6e-7 of the largest output, about 1.4 ulp, XLA's convolution
-    # summing in another order).
-    "nn.functional.conv_transpose3d": {torch.float32: (2e-4, 1.3e-6)},
+    # summing in another order). For bf16 see below.
+    "nn.functional.conv_transpose3d": {torch.float32: (2e-4, 1.3e-6), torch.bfloat16: CloserToFloat64()},
     # Entries up to 1.6e5 next to small ones: |cpu - f64| <= 0.055 (3.6e-7 of the largest
     # entry, about 3 ulp), |tpu - f64| <= 0.0043 (the tpu works in float64 and rounds once).
     "matrix_exp": {torch.float32: RelToMax(1e-6)},
+    # bf16 entries whose CPU kernels accumulate in bf16 (nll_loss2d: an 8-level cascade of bf16
+    # partial sums; conv_transpose's dilated and grouped samples: gemm + col2im in bf16) where the
+    # tpu sums in float32 and rounds once. `python tools/rounding_error.py --dtype bf16 ENTRY`
+    # over all samples: the tpu is never further from float64 than CPU (nll_loss: e.g. 0.0586 vs
+    # CPU 0.0605 for float64 0.0586; conv_transpose2d max |tpu - f64| 0.246 vs |cpu - f64|
+    # 0.562; conv_transpose3d 0.391 vs 0.75), so these compare by CloserToFloat64.
+    "nn.functional.nll_loss": {torch.bfloat16: CloserToFloat64()},
+    "nn.functional.conv_transpose2d": {torch.bfloat16: CloserToFloat64()},
 }
 
 # (entry, dtype) pairs whose CPU result is wrong, so that a comparison with it means nothing;

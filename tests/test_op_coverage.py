@@ -109,3 +109,22 @@ def test_eval_batch_norm_statistics_are_checked_against_the_running_stats():
     train = SampleInput(x, args=(None, None, mean, var, True, 0.1, 1e-5))
     act, exp = device_results("native_batch_norm", train, cpu, cpu)  # float32: nothing to change
     assert act == cpu and exp is cpu
+
+
+def test_closer_to_float64_accepts_only_results_nearer_the_float64_value():
+    from opinfo_check import _compare_closer_to_float64
+
+    # CPU's bf16 nll_loss of input (2, 3, 2, 2): 0.0605 where float64 gives 0.05859.
+    cpu, f64 = torch.tensor([0.0605, 2.0], dtype=torch.bfloat16), torch.tensor([0.05859, 2.0], dtype=torch.float64)
+    _compare_closer_to_float64(torch.tensor([0.0586, 2.0], dtype=torch.bfloat16, device="tpu"), cpu, f64)
+    _compare_closer_to_float64(cpu.to("tpu"), cpu, f64)  # equal to CPU's
+    for wrong in ([0.0625, 2.0], [0.0586, 2.5]):  # further from float64, or off where CPU is exact
+        with pytest.raises(AssertionError, match="further from float64"):
+            _compare_closer_to_float64(torch.tensor(wrong, dtype=torch.bfloat16, device="tpu"), cpu, f64)
+
+
+@pytest.mark.parametrize("entry", ["nn.functional.nll_loss", "nn.functional.conv_transpose2d"])
+def test_bf16_entries_compared_by_closeness_to_float64_are_native(entry):
+    (op,) = entries({entry})
+    result = check_entry(op, dtypes=(torch.bfloat16,), modes=("strict",), max_samples=100)
+    assert result["results"]["strict"]["bf16"]["forward"]["status"] == "native", result

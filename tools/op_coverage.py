@@ -170,6 +170,11 @@ def render(results, meta):
     conf = _conf
     modes = meta["modes"]
     main = modes[0]
+    loosened = [(k, d) for k in sorted(conf.LOOSENED) for d in conf.LOOSENED[k]]
+
+    def closer(entry, dtype):
+        return isinstance(conf.LOOSENED[entry][dtype], conf.CloserToFloat64)
+
     lines = [
         "# Operator coverage against PyTorch's OpInfo database",
         "",
@@ -196,7 +201,11 @@ def render(results, meta):
         "  their definition (`tests/device_results.py`);",
         "- loosened tolerances, each measured against a float64 evaluation with",
         "  `tools/rounding_error.py` (`LOOSENED` in `tests/op_conformance.py`): "
-        + ", ".join(f"`{k}`" for k in sorted(conf.LOOSENED)) + ";",
+        + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in loosened if not closer(k, d)) + ";",
+        "- reduced-precision entries whose CPU kernel accumulates in that precision, where every",
+        "  element that differs from CPU's must be at least as close as CPU's to a float64",
+        "  evaluation (`CloserToFloat64`): "
+        + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in loosened if closer(k, d)) + ";",
         "- entries whose CPU result is wrong are skipped with the evidence (`CPU_WRONG`): "
         + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in sorted(conf.CPU_WRONG, key=lambda kd: kd[0])) + ".",
         "",

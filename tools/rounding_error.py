@@ -5,6 +5,7 @@ result is as close to float64 as CPU's own, a difference between the two is roun
 
     python tools/rounding_error.py addbmm fft.hfft2          # forward results
     python tools/rounding_error.py --grad linalg.lstsq       # gradients (the harness's cotangent)
+    python tools/rounding_error.py --dtype bf16 nll_loss     # bfloat16 samples and results
 """
 
 import argparse
@@ -51,13 +52,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("entries", nargs="+")
     parser.add_argument("--grad", action="store_true", help="compare gradients instead of results")
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
+                        help="dtype of the samples and of the tpu and CPU evaluations")
     args = parser.parse_args()
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     for op in entries(set(args.entries)):
         if entry_id(op) not in args.entries:
             continue
-        for s in op.sample_inputs("cpu", torch.float32, requires_grad=args.grad):
+        for s in op.sample_inputs("cpu", dtype, requires_grad=args.grad):
             cpu, tpu, ref = (_results(op, s, d, t, args.grad) for d, t in
-                             (("cpu", torch.float32), ("tpu", torch.float32), ("cpu", torch.float64)))
+                             (("cpu", dtype), ("tpu", dtype), ("cpu", torch.float64)))
             for c, t, r in zip(cpu, tpu, ref):
                 if not r.numel():
                     continue
