@@ -21,7 +21,15 @@ import re
 
 import torch
 from op_check import _flat_tensors
-from opinfo_check import CloserToFloat64, CpuReferenceError, RelToMax, check_backward, check_out, run_forward, spread
+from opinfo_check import (
+    CloserToFloat64,
+    CpuReferenceError,
+    RelToMax,
+    check_backward,
+    check_out,
+    run_forward,
+    spread,
+)
 from torch.testing._internal.common_methods_invocations import op_db
 
 import torch_tpu

@@ -173,7 +173,7 @@ def render(results, meta):
     loosened = [(k, d) for k in sorted(conf.LOOSENED) for d in conf.LOOSENED[k]]
 
     def closer(entry, dtype):
-        return isinstance(conf.LOOSENED[entry][dtype], conf.CloserToFloat64)
+        return isinstance(_conf.LOOSENED[entry][dtype], _conf.CloserToFloat64)
 
     lines = [
         "# Operator coverage against PyTorch's OpInfo database",
