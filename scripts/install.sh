@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Installs torch_tpu and everything it needs into the current Python environment.
+# Installs torch_tpu (editable) and everything it needs into the current Python environment.
 # torch is pinned to the CPU build 2.13.0; the extension builds against it without build
 # isolation (an isolated build would download a second, CUDA, torch).
+#
+# One CMake build tree, build/<python cache tag> (CMakeLists.txt, pyproject.toml), kept between
+# runs: a rerun with no change compiles nothing, a changed file recompiles only that file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install --quiet --disable-pip-version-check \
-  torch==2.13.0 xla-cpu-pjrt==0.0.1 numpy pytest expecttest ninja setuptools wheel
+python -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+  torch==2.13.0 xla-cpu-pjrt==0.0.1 numpy pytest expecttest \
+  scikit-build-core==1.1.2 cmake ninja ruff==0.17.6 clang-format==21.1.8
 if ! command -v ccache >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  # Optional: makes rebuilds near-instant. Failure to install it is not an error.
+  # Optional: makes a build in a fresh clone near-instant. Failure to install it is not an error.
   (apt-get install -y -qq ccache >/dev/null 2>&1 || true)
 fi
-MAX_JOBS="${MAX_JOBS:-$(nproc)}" python setup.py build_ext --inplace >/tmp/torch_tpu_build.log 2>&1 || {
-  tail -50 /tmp/torch_tpu_build.log
-  echo "torch_tpu: build failed (full log: /tmp/torch_tpu_build.log)" >&2
+LOG=build/install.log
+mkdir -p build
+python -m pip install -v --disable-pip-version-check --root-user-action=ignore --no-build-isolation --no-deps \
+  -Cbuild.verbose=true -e . >"$LOG" 2>&1 || {
+  tail -60 "$LOG"
+  echo "torch_tpu: build failed (full log: $LOG)" >&2
   exit 1
 }
-python -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs torch_tpu, then runs the default test suite (C++ unit tests of the torch-free
-# layers included, through tests/test_cpp_units.py).
+# Installs torch_tpu (a no-op rebuild when nothing changed), then runs the default test suite;
+# tests/test_build.py runs the C++ unit tests of the torch-free core under ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh

@@ -39,8 +39,8 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 }
 
 at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                 std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                 std::optional<bool> pin, std::optional<c10::MemoryFormat> memory_format) {
+                 std::optional<c10::Layout> /*layout*/, std::optional<c10::Device> device,
+                 std::optional<bool> /*pin*/, std::optional<c10::MemoryFormat> memory_format) {
   c10::DeviceIndex saved = current_device();
   set_current_device(device_index(device));
   at::Tensor t = at::detail::empty_generic(size, tpu_allocator(),
@@ -236,8 +236,8 @@ at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
 // _efficientzerotensor: a zero tensor (autograd's zero gradients, e.g. sgn's). A plain zero-filled
 // tensor stands in for PyTorch's ZeroTensor, which exists only to skip work.
 at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                                 std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                                 std::optional<bool> pin_memory) {
+                                 std::optional<c10::Layout> /*layout*/, std::optional<c10::Device> device,
+                                 std::optional<bool> /*pin_memory*/) {
   at::Tensor t = empty_tpu(size, dense_strides(size), dtype.value_or(c10::get_default_dtype_as_scalartype()),
                            device_index(device));
   return t.zero_();

@@ -156,7 +156,7 @@ std::tuple<at::Tensor&, at::Tensor&> histogram_bin_ct_out(const at::Tensor& self
 
 std::vector<at::Tensor> histogramdd_bin_edges(const at::Tensor& self, at::IntArrayRef bins,
                                               std::optional<at::ArrayRef<double>> range,
-                                              const std::optional<at::Tensor>& weight, bool density) {
+                                              const std::optional<at::Tensor>& /*weight*/, bool /*density*/) {
   return bin_edges(self, bins, range);
 }
 

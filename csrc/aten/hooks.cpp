@@ -13,7 +13,7 @@ namespace {
 struct TpuHooks final : public at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return device_count() > 0; }
-  bool hasPrimaryContext(c10::DeviceIndex device) const override { return exec::runtime_initialized(); }
+  bool hasPrimaryContext(c10::DeviceIndex /*device*/) const override { return exec::runtime_initialized(); }
   c10::DeviceIndex deviceCount() const override { return device_count(); }
   void setCurrentDevice(c10::DeviceIndex device) const override { set_current_device(device); }
   c10::DeviceIndex getCurrentDevice() const override { return current_device(); }

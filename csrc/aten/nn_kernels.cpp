@@ -91,9 +91,9 @@ at::Tensor convolution_overrideable_meta(const at::Tensor& input, const at::Tens
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable_meta(
-    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
-    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
-    int64_t groups, std::array<bool, 3> output_mask) {
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef /*stride*/,
+    at::IntArrayRef /*padding*/, at::IntArrayRef /*dilation*/, bool /*transposed*/, at::IntArrayRef /*output_padding*/,
+    int64_t /*groups*/, std::array<bool, 3> output_mask) {
   check_conv_types(input, weight, std::nullopt);
   at::Tensor gi, gw, gb;
   if (output_mask[0]) gi = at::empty(input.sizes(), grad_output.options());
@@ -147,22 +147,22 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_legit_out(
 
 // The margin losses' backward ops have no meta kernel either; their gradient is shaped like self
 // (contiguous, as the CPU kernels return it).
-at::Tensor multi_margin_loss_backward_meta(const at::Tensor& grad_output, const at::Tensor& self,
-                                           const at::Tensor& target, const at::Scalar& p, const at::Scalar& margin,
-                                           const std::optional<at::Tensor>& weight, int64_t reduction) {
+at::Tensor multi_margin_loss_backward_meta(const at::Tensor& /*grad_output*/, const at::Tensor& self,
+                                           const at::Tensor& /*target*/, const at::Scalar& /*p*/, const at::Scalar& /*margin*/,
+                                           const std::optional<at::Tensor>& /*weight*/, int64_t /*reduction*/) {
   return at::empty(self.sizes(), self.options());
 }
 
-at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor& grad_output, const at::Tensor& self,
-                                                const at::Tensor& target, int64_t reduction,
-                                                const at::Tensor& is_target) {
+at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor& /*grad_output*/, const at::Tensor& self,
+                                                const at::Tensor& /*target*/, int64_t /*reduction*/,
+                                                const at::Tensor& /*is_target*/) {
   return at::empty(self.sizes(), self.options());
 }
 
-at::Tensor ctc_loss_backward_meta(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
-                                  at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
-                                  const at::Tensor& neg_log_likelihood, const at::Tensor& log_alpha, int64_t blank,
-                                  bool zero_infinity) {
+at::Tensor ctc_loss_backward_meta(const at::Tensor& /*grad*/, const at::Tensor& log_probs, const at::Tensor& /*targets*/,
+                                  at::IntArrayRef /*input_lengths*/, at::IntArrayRef /*target_lengths*/,
+                                  const at::Tensor& /*neg_log_likelihood*/, const at::Tensor& /*log_alpha*/, int64_t /*blank*/,
+                                  bool /*zero_infinity*/) {
   return at::empty(log_probs.sizes(), log_probs.options());
 }
 

@@ -16,8 +16,6 @@ std::vector<Value> lower_fill(Ctx& c) { return {operand_like_out(c, 1, c.out().d
 // zero(self)
 std::vector<Value> lower_zero(Ctx& c) { return {hlo::full(c.b, c.out(), 0)}; }
 
-DType compute_type(DType out) { return ir::is_floating(out) ? (out == DType::F64 ? DType::F64 : DType::F32) : DType::I64; }
-
 // start + i * step; the length came from meta. CPU computes in double for floating outputs.
 Value arange(Ctx& c, int start, int step) {
   const ir::Type& out = c.out();

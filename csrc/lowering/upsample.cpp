@@ -136,12 +136,11 @@ Taps linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<doub
   T ratio = area_pixel_scale<T>(in, out, align_corners, scale);
   for (int64_t o = 0; o < out; ++o) {
     int64_t i0 = o, i1 = o;
-    T l0 = 1, l1 = 0;
+    T l1 = 0;
     if (out != in) {
       T real = area_pixel_source_index<T>(ratio, o, align_corners, false);
       index_and_lambda(real, in, i0, l1);
       i1 = i0 + (i0 < in - 1 ? 1 : 0);
-      l0 = static_cast<T>(1) - l1;
     }
     t.index[o] = i0, t.index[out + o] = i1;
     const double l1s = round_to(l1, storage);

@@ -1,6 +1,6 @@
 // Shared plugin/client for the unit tests and a helper that compiles a StableHLO module, runs it
 // on host data and returns the outputs' bytes. The plugin path comes from the environment
-// variable TORCH_TPU_TEST_PLUGIN (scripts/cpp_tests.sh sets it).
+// variable TORCH_TPU_TEST_PLUGIN (ctest sets it).
 #pragma once
 #include <cstdlib>
 #include <cstring>
@@ -20,7 +20,7 @@ namespace tpu::testing {
 inline std::string plugin_path() {
   const char* p = std::getenv("TORCH_TPU_TEST_PLUGIN");
   if (p == nullptr || *p == 0)
-    throw std::runtime_error("set TORCH_TPU_TEST_PLUGIN to the PJRT plugin .so (scripts/cpp_tests.sh does)");
+    throw std::runtime_error("set TORCH_TPU_TEST_PLUGIN to the PJRT plugin .so (ctest does)");
   return p;
 }
 
