@@ -33,8 +33,13 @@ print(f"{{time.perf_counter() - t0:.3f}} {{c['compiles']}} {{c['disk_hits']}}")
 def run(cache_dir, mode):
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache_dir, TORCH_TPU_EAGER_MODE=mode)
     tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
-    out = subprocess.run([sys.executable, "-c", CHILD.format(tests=tests)], env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD.format(tests=tests)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     seconds, compiles, hits = out.stdout.split()
     return float(seconds), int(compiles), int(hits)
 
@@ -45,8 +50,10 @@ def main():
         with tempfile.TemporaryDirectory() as d:
             cold = run(d, mode)
             warm = run(d, mode)
-        print(f"{mode}: cold {cold[0]:.2f}s ({cold[1]} compiles), warm {warm[0]:.2f}s "
-              f"({warm[1]} compiles, {warm[2]} disk hits); warm/cold {warm[0] / cold[0]:.2f}x")
+        print(
+            f"{mode}: cold {cold[0]:.2f}s ({cold[1]} compiles), warm {warm[0]:.2f}s "
+            f"({warm[1]} compiles, {warm[2]} disk hits); warm/cold {warm[0] / cold[0]:.2f}x"
+        )
 
 
 if __name__ == "__main__":

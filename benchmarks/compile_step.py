@@ -14,10 +14,10 @@ import time
 from functools import partial
 
 import torch
-
-import torch_tpu
 from common import machine, sync
 from models import GPT, ResNet
+
+import torch_tpu
 
 VOCAB, WIDTH, LAYERS, HEADS, BATCH, CONTEXT = 256, 128, 4, 4, 8, 64
 CNN_BATCH, CNN_SIZE = 8, 32

@@ -5,9 +5,9 @@ warm compile cache, beside native PyTorch CPU eager.
 """
 
 import torch
+from common import machine, median_us
 
 import torch_tpu
-from common import machine, median_us
 
 
 def main():
@@ -28,8 +28,10 @@ def main():
                 results[device] = median_us(fn, n)
                 if device == "tpu":
                     torch.tpu.synchronize()
-        print(f"{label}: strict tpu {results['tpu']:.2f} us/op, cpu eager {results['cpu']:.2f} us/op, "
-              f"ratio {results['tpu'] / results['cpu']:.2f}x")
+        print(
+            f"{label}: strict tpu {results['tpu']:.2f} us/op, cpu eager {results['cpu']:.2f} us/op, "
+            f"ratio {results['tpu'] / results['cpu']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

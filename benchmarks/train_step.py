@@ -8,10 +8,10 @@ fused steps (target: 0).
 import argparse
 
 import torch
-
-import torch_tpu
 from common import machine, time_steps
 from models import GPT, MLP
+
+import torch_tpu
 
 
 def make_step(model, batch, device):
@@ -42,7 +42,11 @@ def workloads():
     torch.manual_seed(0)
     idx = torch.randint(0, 256, (8, 64))
     yield "gpt (4x128, batch 8x64)", GPT, (idx, torch.roll(idx, -1, 1))
-    yield "mlp (256-512-512-10, batch 64)", MLPLoss, (torch.randn(64, 256), torch.randint(0, 10, (64,)))
+    yield (
+        "mlp (256-512-512-10, batch 64)",
+        MLPLoss,
+        (torch.randn(64, 256), torch.randint(0, 10, (64,))),
+    )
 
 
 def main():
@@ -61,7 +65,9 @@ def main():
             model.load_state_dict(init)
             device = "cpu" if mode == "cpu" else "tpu"
             with torch_tpu.eager_mode("strict" if mode == "cpu" else mode):
-                rates[mode] = time_steps(make_step(model, batch, device), device, args.warmup, args.steps)
+                rates[mode] = time_steps(
+                    make_step(model, batch, device), device, args.warmup, args.steps
+                )
         model = ctor()
         model.load_state_dict(init)
         with torch_tpu.eager_mode("fused"):
@@ -72,10 +78,12 @@ def main():
             for _ in range(args.steady):
                 step()
             steady_compiles = torch_tpu.metrics.counters()["compiles"] - before
-        print(f"{name}: steps/s cpu-eager {rates['cpu']:.2f}, strict {rates['strict']:.2f}, "
-              f"fused {rates['fused']:.2f}; fused/strict {rates['fused'] / rates['strict']:.2f}x, "
-              f"fused/cpu-eager {rates['fused'] / rates['cpu']:.2f}x; "
-              f"compiles in {args.steady} steady fused steps: {steady_compiles}")
+        print(
+            f"{name}: steps/s cpu-eager {rates['cpu']:.2f}, strict {rates['strict']:.2f}, "
+            f"fused {rates['fused']:.2f}; fused/strict {rates['fused'] / rates['strict']:.2f}x, "
+            f"fused/cpu-eager {rates['fused'] / rates['cpu']:.2f}x; "
+            f"compiles in {args.steady} steady fused steps: {steady_compiles}"
+        )
 
 
 if __name__ == "__main__":

@@ -21,8 +21,13 @@ def main():
     inputs = centers[labels] + torch.randn(512, 16)
 
     model = nn.Sequential(
-        nn.Linear(16, 64), nn.LayerNorm(64), nn.GELU(), nn.Dropout(0.1),
-        nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 4),
+        nn.Linear(16, 64),
+        nn.LayerNorm(64),
+        nn.GELU(),
+        nn.Dropout(0.1),
+        nn.Linear(64, 64),
+        nn.GELU(),
+        nn.Linear(64, 4),
     ).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     x, y = inputs.to(device), labels.to(device)

@@ -30,7 +30,10 @@ def _eval_batch_norm_stats(sample):
     return running_mean, (running_var.double() + eps).rsqrt().to(acc)
 
 
-STATS = {"native_batch_norm": _eval_batch_norm_stats, "_native_batch_norm_legit": _eval_batch_norm_stats}
+STATS = {
+    "native_batch_norm": _eval_batch_norm_stats,
+    "_native_batch_norm_legit": _eval_batch_norm_stats,
+}
 
 # Results that are saved statistics, by entry.
 SAVED_STATS = {
@@ -39,6 +42,8 @@ SAVED_STATS = {
     "_native_batch_norm_legit": (1, 2),
     "_batch_norm_with_update": (1, 2),
 }
+
+
 def _stats_in_meta_dtype(name, act_flat, exp_flat):
     act = list(act_flat)
     for k in SAVED_STATS.get(name, ()):

@@ -61,11 +61,16 @@ def assert_same(actual, expected, atol=None, rtol=None, check_stride=False):
     )
 
 
-def check_op(fn, *inputs, grad=False, atol=None, rtol=None, grad_atol=None, grad_rtol=None, **kwargs):
+def check_op(
+    fn, *inputs, grad=False, atol=None, rtol=None, grad_atol=None, grad_rtol=None, **kwargs
+):
     """Runs fn on CPU inputs and on tpu copies; compares outputs and, with grad=True, the
     gradients of every floating input that requires grad (backward of sum of outputs
     weighted by a fixed random cotangent)."""
-    cpu_inputs = [x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x for x in inputs]
+    cpu_inputs = [
+        x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
+        for x in inputs
+    ]
     tpu_inputs = [_to_tpu(x) for x in cpu_inputs]
     cpu_kwargs = kwargs
     tpu_kwargs = _to_tpu(kwargs)

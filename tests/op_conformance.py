@@ -67,7 +67,10 @@ LOOSENED = {
     # <= 1.4e-4 and |cpu - f64| <= 9.9e-5 (the one entry here where the tpu is somewhat further
     # from float64 than CPU: 1.6e-7 of the largest output, about 1.4 ulp, XLA's convolution
     # summing in another order). For bf16 see below.
-    "nn.functional.conv_transpose3d": {torch.float32: (2e-4, 1.3e-6), torch.bfloat16: CloserToFloat64()},
+    "nn.functional.conv_transpose3d": {
+        torch.float32: (2e-4, 1.3e-6),
+        torch.bfloat16: CloserToFloat64(),
+    },
     # Entries up to 1.6e5 next to small ones: |cpu - f64| <= 0.055 (3.6e-7 of the largest
     # entry, about 3 ulp), |tpu - f64| <= 0.0043 (the tpu works in float64 and rounds once).
     "matrix_exp": {torch.float32: RelToMax(1e-6)},
@@ -84,7 +87,10 @@ LOOSENED = {
 # (entry, dtype) pairs whose CPU result is wrong, so that a comparison with it means nothing;
 # each with the evidence.
 CPU_WRONG = {
-    ("matrix_exp", torch.bfloat16): "CPU's bf16 kernel returns NaN for every element of ordinary inputs "
+    (
+        "matrix_exp",
+        torch.bfloat16,
+    ): "CPU's bf16 kernel returns NaN for every element of ordinary inputs "
     "(e.g. torch.linalg.matrix_exp(torch.randn(5, 5).bfloat16()))",
 }
 
@@ -127,7 +133,9 @@ def _decorator_reason(dec):
 def _compare_cpu_infos(op, dtype):
     # op.decorators mixes DecorateInfo with bare decorators (precisionOverride, ...).
     for info in op.decorators or ():
-        if hasattr(info, "is_active") and info.is_active("TestCommon", "test_compare_cpu", "tpu", dtype, {}):
+        if hasattr(info, "is_active") and info.is_active(
+            "TestCommon", "test_compare_cpu", "tpu", dtype, {}
+        ):
             yield info
 
 
@@ -220,7 +228,10 @@ def _classify(part, op, samples, dtype, tol):
             n = _run_part(part, op, samples, dtype, tol)
             moved = _fallback_total() - sum(before.values())
             if moved:
-                return {"status": "fails", "error": f"fallback counter moved by {moved} with fallback off"}
+                return {
+                    "status": "fails",
+                    "error": f"fallback counter moved by {moved} with fallback off",
+                }
             if n == 0:
                 return {"status": "skipped", "reason": "no sample exercises it"}
             return {"status": "native", "samples": n}
@@ -246,9 +257,16 @@ def _classify(part, op, samples, dtype, tol):
     return {"status": "fallback", "fallback_ops": ops, "error": native_error, "samples": n}
 
 
-def check_entry(op, dtypes=SWEEP_DTYPES, modes=("strict",), max_samples=8, parts=("forward", "backward", "out")):
+def check_entry(
+    op, dtypes=SWEEP_DTYPES, modes=("strict",), max_samples=8, parts=("forward", "backward", "out")
+):
     """Runs one entry. Returns {"entry", "skip"?, "results": {mode: {dtype: {part: result}}}}."""
-    result = {"entry": entry_id(op), "name": op.name, "variant": op.variant_test_name, "results": {}}
+    result = {
+        "entry": entry_id(op),
+        "name": op.name,
+        "variant": op.variant_test_name,
+        "results": {},
+    }
     reason = entry_skip_reason(op)
     if reason:
         result["skip"] = reason
@@ -260,14 +278,20 @@ def check_entry(op, dtypes=SWEEP_DTYPES, modes=("strict",), max_samples=8, parts
             for dtype in dtypes:
                 dn = DTYPE_NAMES[dtype]
                 if dtype not in supported:
-                    per_mode[dn] = {"forward": {"status": "skipped", "reason": "no CPU kernel for this dtype"}}
+                    per_mode[dn] = {
+                        "forward": {"status": "skipped", "reason": "no CPU kernel for this dtype"}
+                    }
                     continue
                 reason = pytorch_skip_reason(op, dtype)
                 if reason:
-                    per_mode[dn] = {"forward": {"status": "skipped", "reason": f"PyTorch: {reason}"}}
+                    per_mode[dn] = {
+                        "forward": {"status": "skipped", "reason": f"PyTorch: {reason}"}
+                    }
                     continue
                 if (entry_id(op), dtype) in CPU_WRONG:
-                    per_mode[dn] = {"forward": {"status": "skipped", "reason": CPU_WRONG[(entry_id(op), dtype)]}}
+                    per_mode[dn] = {
+                        "forward": {"status": "skipped", "reason": CPU_WRONG[(entry_id(op), dtype)]}
+                    }
                     continue
                 per_mode[dn] = _check_dtype(op, dtype, max_samples, parts)
     return result
@@ -281,7 +305,12 @@ def _check_dtype(op, dtype, max_samples, parts):
         torch.manual_seed(0)
         samples = list(op.sample_inputs("cpu", dtype, requires_grad=grad))
     except Exception as exc:  # noqa: BLE001
-        return {"forward": {"status": "skipped", "reason": f"OpInfo samples raise on CPU: {one_line(exc)}"}}
+        return {
+            "forward": {
+                "status": "skipped",
+                "reason": f"OpInfo samples raise on CPU: {one_line(exc)}",
+            }
+        }
     samples = spread([s for s in samples if not _sample_skip(s)], max_samples)
     if not samples:
         return {"forward": {"status": "skipped", "reason": "no samples"}}
@@ -320,4 +349,3 @@ def entry_class(record):
     if "native" in statuses:
         return "native"
     return "skipped"
-

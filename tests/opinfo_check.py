@@ -6,8 +6,8 @@ tensor argument (positional or keyword) that requires grad.
 halves, for callers that report forward and backward separately."""
 
 import torch
-from op_check import _flat_tensors, _to_tpu, assert_same
 from device_results import device_results
+from op_check import _flat_tensors, _to_tpu, assert_same
 from tie_order import tie_invariant
 from torch.testing._internal.common_methods_invocations import op_db
 
@@ -69,7 +69,11 @@ def _as_float64(x):
 def _compare_closer_to_float64(actual, expected, reference):
     assert actual.device.type == "tpu", actual.device
     assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual, expected)
-    a, e, r = actual.detach().cpu().double(), expected.detach().double(), reference.detach().double()
+    a, e, r = (
+        actual.detach().cpu().double(),
+        expected.detach().double(),
+        reference.detach().double(),
+    )
     rtol, atol = torch.testing._comparison.default_tolerances(expected.dtype)
     far = ~torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
     worse = far & ((a - r).abs() > (e - r).abs())
@@ -209,13 +213,21 @@ def check_backward(fwd, rel_to_max=None, tol=None):
 def check_out(op, sample, tol=None):
     """The out= variant: the op writes into tpu tensors of the expected shapes and dtypes and
     returns them; the values equal CPU's functional result."""
-    cpu_args = [x.detach() if isinstance(x, torch.Tensor) else x for x in _clone([sample.input, *sample.args])]
-    cpu_kwargs = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in _clone(dict(sample.kwargs)).items()}
+    cpu_args = [
+        x.detach() if isinstance(x, torch.Tensor) else x
+        for x in _clone([sample.input, *sample.args])
+    ]
+    cpu_kwargs = {
+        k: v.detach() if isinstance(v, torch.Tensor) else v
+        for k, v in _clone(dict(sample.kwargs)).items()
+    }
     expected = _reference(op.op, cpu_args, cpu_kwargs)
     tpu_args, tpu_kwargs = _tpu_args(cpu_args, op.name), _tpu_kwargs(cpu_kwargs)
 
     def empty(e):
-        return torch.empty(e.shape, dtype=e.dtype, device="tpu") if isinstance(e, torch.Tensor) else e
+        return (
+            torch.empty(e.shape, dtype=e.dtype, device="tpu") if isinstance(e, torch.Tensor) else e
+        )
 
     if isinstance(expected, torch.Tensor):
         out = empty(expected)
@@ -232,7 +244,9 @@ def check_out(op, sample, tol=None):
     outs = [out] if isinstance(out, torch.Tensor) else list(out)
     if returned is not None or cpu_returned is not None:  # ops writing an out= list return nothing
         rets = [returned] if isinstance(returned, torch.Tensor) else list(returned)
-        assert len(rets) == len(outs) and all(r is o for r, o in zip(rets, outs)), "out= not returned"
+        assert len(rets) == len(outs) and all(r is o for r, o in zip(rets, outs)), (
+            "out= not returned"
+        )
     # Results defined only up to sign (singular vectors, ...) compare through the sample's
     # output_process_fn_grad, as in the forward check.
     fn = getattr(sample, "output_process_fn_grad", None)

@@ -3,7 +3,6 @@
 import pytest
 import torch
 import torch.nn.functional as F
-
 from ew_inputs import INF, NAN, gen, sample
 from op_check import check_op, noncontiguous
 

@@ -49,7 +49,10 @@ def same_norm(fn, *args, eval_stats=None):
             torch.testing.assert_close(got[k].cpu().to(want[k].dtype), want[k], atol=0, rtol=0)
 
 
-@pytest.mark.parametrize("shape,dim", [((5, 5), 1), ((5, 5), 0), ((7, 33), 0), ((3, 4, 40), 2), ((3, 4, 40), 1), ((64, 100), 1)])
+@pytest.mark.parametrize(
+    "shape,dim",
+    [((5, 5), 1), ((5, 5), 0), ((7, 33), 0), ((3, 4, 40), 2), ((3, 4, 40), 1), ((64, 100), 1)],
+)
 def test_log_softmax_bf16(shape, dim):
     same(lambda x: torch.log_softmax(x, dim), rand(*shape))
 
@@ -83,29 +86,60 @@ def test_batch_norm_bf16(training):
     w, b = rand(3, seed=1), rand(3, seed=2)
     rm, rv = rand(3, seed=3, scale=1.0), rand(3, seed=4, scale=1.0).abs() + 0.5
     stats = None if training else (rm.float(), (rv.double() + 1e-5).rsqrt().float())
-    same_norm(lambda x, w, b, rm, rv: torch.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5),
-              x, w, b, rm, rv, eval_stats=stats)
-    same_norm(lambda x: torch.ops.aten._native_batch_norm_legit(x, None, None, True, 0.1, 1e-5), rand(1, 2, 3))
+    same_norm(
+        lambda x, w, b, rm, rv: torch.native_batch_norm(
+            x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5
+        ),
+        x,
+        w,
+        b,
+        rm,
+        rv,
+        eval_stats=stats,
+    )
+    same_norm(
+        lambda x: torch.ops.aten._native_batch_norm_legit(x, None, None, True, 0.1, 1e-5),
+        rand(1, 2, 3),
+    )
 
 
 def test_batch_norm_bf16_module_grad():
-    check_op(lambda x, w: F.batch_norm(x, None, None, w, None, training=True), rand(4, 3, 5).requires_grad_(), rand(3, seed=5).requires_grad_(), grad=True)
+    check_op(
+        lambda x, w: F.batch_norm(x, None, None, w, None, training=True),
+        rand(4, 3, 5).requires_grad_(),
+        rand(3, seed=5).requires_grad_(),
+        grad=True,
+    )
 
 
 @pytest.mark.parametrize("kw", [{}, {"beta": 0.6, "alpha": 0.2}, {"beta": 0.0}])
 def test_addr_bf16(kw):
     same(lambda s, a, b: torch.addr(s, a, b, **kw), rand(5, 10), rand(5, seed=1), rand(10, seed=2))
-    check_op(lambda s, a, b: torch.addr(s, a, b, **kw), noncontiguous(rand(5, 10)), rand(5), rand(10))
+    check_op(
+        lambda s, a, b: torch.addr(s, a, b, **kw), noncontiguous(rand(5, 10)), rand(5), rand(10)
+    )
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 def test_bce_with_logits_bf16(reduction):
     x, t = rand(5, 5), rand(5, 5, seed=1).float().sigmoid().to(BF)
-    same(lambda x, t, w, p: F.binary_cross_entropy_with_logits(x, t, weight=w, pos_weight=p, reduction=reduction), x, t, rand(5, seed=2), rand(5, seed=3).abs())
+    same(
+        lambda x, t, w, p: F.binary_cross_entropy_with_logits(
+            x, t, weight=w, pos_weight=p, reduction=reduction
+        ),
+        x,
+        t,
+        rand(5, seed=2),
+        rand(5, seed=3).abs(),
+    )
     same(lambda x, t: F.binary_cross_entropy_with_logits(x, t, reduction=reduction), x, t)
 
 
 @pytest.mark.parametrize("out", [(5, 7, 4), (4, 3, 7), (8, 3, 2)])
 def test_adaptive_avg_pool3d_bf16(out):
     same(lambda x: F.adaptive_avg_pool3d(x, out), rand(2, 3, 8, 8, 6))
-    check_op(lambda x: F.adaptive_avg_pool3d(x, out), rand(1, 2, 8, 8, 6).float().requires_grad_(), grad=True)
+    check_op(
+        lambda x: F.adaptive_avg_pool3d(x, out),
+        rand(1, 2, 8, 8, 6).float().requires_grad_(),
+        grad=True,
+    )

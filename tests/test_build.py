@@ -59,7 +59,9 @@ def test_extension_binds_every_lowering_in_the_sources():
 def test_installed_build_is_current(build_dir):
     ninja = shutil.which("ninja")
     assert ninja, "ninja not found (scripts/install.sh installs it)"
-    proc = subprocess.run([ninja, "-C", build_dir, "-n"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [ninja, "-C", build_dir, "-n"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no work to do" in proc.stdout, (
         "the C++ sources changed since the last install; rerun `bash scripts/install.sh`:\n"

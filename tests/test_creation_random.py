@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from op_check import assert_same
 
 pytestmark = pytest.mark.usefixtures("each_mode")
@@ -29,15 +28,19 @@ def test_arange_lengths_and_float_steps():
     for end in (3, 10, 4):  # different lengths never share a program
         assert_same(torch.arange(end, device="tpu"), torch.arange(end))
     assert_same(torch.arange(1, 4, 0.5, device="tpu"), torch.arange(1, 4, 0.5))
-    assert_same(torch.arange(-1.0, 1.0, 0.25, dtype=torch.float64, device="tpu"),
-                torch.arange(-1.0, 1.0, 0.25, dtype=torch.float64))
+    assert_same(
+        torch.arange(-1.0, 1.0, 0.25, dtype=torch.float64, device="tpu"),
+        torch.arange(-1.0, 1.0, 0.25, dtype=torch.float64),
+    )
 
 
 @pytest.mark.parametrize("steps", [1, 2, 5, 50])
 def test_linspace(steps):
     assert_same(torch.linspace(-3, 7, steps, device="tpu"), torch.linspace(-3, 7, steps))
-    assert_same(torch.linspace(0, 1, steps, dtype=torch.float64, device="tpu"),
-                torch.linspace(0, 1, steps, dtype=torch.float64))
+    assert_same(
+        torch.linspace(0, 1, steps, dtype=torch.float64, device="tpu"),
+        torch.linspace(0, 1, steps, dtype=torch.float64),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
@@ -69,7 +72,9 @@ def test_randint_bernoulli_dropout():
     assert abs(kept.float().mean() - 0.75) < 0.02
     y.sum().backward()
     assert torch.equal(x.grad.cpu(), yc)  # gradient flows exactly where values were kept
-    assert torch.equal(torch.nn.functional.dropout(x, 0.25, training=False).detach().cpu(), torch.ones(10000))
+    assert torch.equal(
+        torch.nn.functional.dropout(x, 0.25, training=False).detach().cpu(), torch.ones(10000)
+    )
 
 
 def test_seeded_runs_reproduce():
@@ -106,7 +111,9 @@ def test_linspace_integer_steps_are_exact():
         )
 
 
-@pytest.mark.parametrize("row,col,offset", [(4, 3, 0), (4, 3, 1), (3, 5, -1), (5, 5, -7), (0, 3, 0), (6, 2, 9)])
+@pytest.mark.parametrize(
+    "row,col,offset", [(4, 3, 0), (4, 3, 1), (3, 5, -1), (5, 5, -7), (0, 3, 0), (6, 2, 9)]
+)
 def test_tril_triu_indices(row, col, offset):
     for fn in (torch.tril_indices, torch.triu_indices):
         for dtype in (torch.int64, torch.int32):

@@ -99,7 +99,9 @@ def test_generator_objects():
 def test_missing_plugin_error_names_the_fix(tmp_path):
     code = "import torch; torch.zeros(1, device='tpu')"
     env = {"TORCH_TPU_PJRT_PLUGIN": str(tmp_path / "missing.so"), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode != 0
     assert "TORCH_TPU_PJRT_PLUGIN" in out.stderr
 
@@ -115,7 +117,15 @@ def test_eager_mode_api():
 
 
 def test_importing_torch_tpu_before_torch():
-    out = subprocess.run([sys.executable, "-c", "import torch_tpu, torch; print(torch.ones(2, device='tpu').device)"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch_tpu, torch; print(torch.ones(2, device='tpu').device)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "tpu:0"

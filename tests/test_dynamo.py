@@ -265,12 +265,12 @@ def test_dynamic_shapes_are_specialized_with_a_warning():
 
 def test_warm_process_compiles_nothing(tmp_path):
     code = (
-        "import sys, torch, torch_tpu; sys.path.insert(0, %r)\n"
+        f"import sys, torch, torch_tpu; sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from models import MLP\n"
         "torch.manual_seed(0); m = torch.compile(MLP(16, 32, 4).to('tpu'), backend='tpu')\n"
         "m(torch.randn(8, 16, device='tpu')).sum().backward(); torch_tpu.sync()\n"
         "c = torch_tpu.metrics.counters(); print(c['compiles'], c['disk_hits'])\n"
-    ) % os.path.dirname(__file__)
+    )
     env = {**os.environ, "TORCH_TPU_CACHE_DIR": str(tmp_path)}
     runs = [
         subprocess.run(

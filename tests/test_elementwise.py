@@ -3,7 +3,6 @@ lerp and addcmul/addcdiv on tpu against PyTorch's CPU kernels (unary math: test_
 
 import pytest
 import torch
-
 from ew_inputs import INF, NAN, SPECIAL, gen, sample
 from op_check import check_op, noncontiguous
 
@@ -235,7 +234,9 @@ def test_shifts(dtype):
     check_op(lambda y: torch.bitwise_left_shift(5, y), n.clamp(0, 6))
 
 
-@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8], ids=str
+)
 @pytest.mark.parametrize("name", ["gcd", "lcm"])
 def test_gcd_lcm(name, dtype):
     fn = getattr(torch, name)
@@ -249,10 +250,20 @@ def test_gcd_lcm(name, dtype):
         fib.append(fib[-1] + fib[-2])
     hi = min(top, 1000)
     lo = -hi if dtype.is_signed else 0
-    a = torch.cat([torch.randint(lo, hi, (40,), generator=g, dtype=dtype),
-                   torch.tensor(fib[1:], dtype=dtype), torch.tensor([0, 0, 12], dtype=dtype)])
-    b = torch.cat([torch.randint(lo, hi, (40,), generator=g, dtype=dtype),
-                   torch.tensor(fib[2:] + [0], dtype=dtype), torch.tensor([0, 5, 0], dtype=dtype)])
+    a = torch.cat(
+        [
+            torch.randint(lo, hi, (40,), generator=g, dtype=dtype),
+            torch.tensor(fib[1:], dtype=dtype),
+            torch.tensor([0, 0, 12], dtype=dtype),
+        ]
+    )
+    b = torch.cat(
+        [
+            torch.randint(lo, hi, (40,), generator=g, dtype=dtype),
+            torch.tensor(fib[2:] + [0], dtype=dtype),
+            torch.tensor([0, 5, 0], dtype=dtype),
+        ]
+    )
     check_op(fn, a, b)
     check_op(fn, noncontiguous(a), noncontiguous(b))
     check_op(fn, a[:40].view(8, 5), b[:5])  # broadcasting

@@ -42,7 +42,9 @@ def test_shape_mismatch(mode):
 
 def test_in_place_dtype_error_leaves_target_unchanged(mode):
     x = torch.arange(3, device="tpu")
-    with pytest.raises(RuntimeError, match="can.t be cast to the desired output type Long|Promotion of int"):
+    with pytest.raises(
+        RuntimeError, match="can.t be cast to the desired output type Long|Promotion of int"
+    ):
         x.add_(torch.full((3,), 0.5, device="tpu"))
     assert torch.equal(x.cpu(), torch.arange(3))
     with pytest.raises(RuntimeError, match="must match|broadcast"):
@@ -56,7 +58,9 @@ def test_mixing_cpu_and_tpu_tensors(mode):
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.mm(torch.ones(2, 2, device="tpu"), torch.ones(2, 2))
     # CPU 0-d tensors mix with device tensors as on CUDA.
-    assert torch.equal((torch.ones(3, device="tpu") + torch.tensor(2.0)).cpu(), torch.full((3,), 3.0))
+    assert torch.equal(
+        (torch.ones(3, device="tpu") + torch.tensor(2.0)).cpu(), torch.full((3,), 3.0)
+    )
 
 
 def test_out_of_range_index_debug_mode_raises_at_the_call():
@@ -69,8 +73,9 @@ def test_out_of_range_index_debug_mode_raises_at_the_call():
             target.index_copy_(0, torch.tensor([9], device="tpu"), torch.ones(1, device="tpu"))
         assert torch.equal(target.cpu(), torch.zeros(5))
     # The process stays usable.
-    assert torch.equal(torch.index_select(x, 0, torch.tensor([4, 0], device="tpu")).cpu(),
-                       torch.tensor([4.0, 0.0]))
+    assert torch.equal(
+        torch.index_select(x, 0, torch.tensor([4, 0], device="tpu")).cpu(), torch.tensor([4.0, 0.0])
+    )
 
 
 def test_out_of_range_index_strict_mode_raises_at_next_sync():

@@ -4,9 +4,9 @@ import warnings
 
 import pytest
 import torch
+from op_check import assert_same
 
 import torch_tpu
-from op_check import assert_same
 
 # An op with a CPU kernel and no tpu one, defined here so that the test does not depend on
 # which ATen ops are still missing. It reaches the backend as any unlowered ATen op does.

@@ -48,15 +48,26 @@ def test_fft_1d_complex_input(fn, norm):
 
 @pytest.mark.parametrize(
     "fn",
-    [torch.fft.fft2, torch.fft.ifft2, torch.fft.rfft2, torch.fft.fftn, torch.fft.rfftn, torch.fft.ihfftn],
+    [
+        torch.fft.fft2,
+        torch.fft.ifft2,
+        torch.fft.rfft2,
+        torch.fft.fftn,
+        torch.fft.rfftn,
+        torch.fft.ihfftn,
+    ],
 )
 def test_fft_nd_real_input(fn):
     check_op(real_view(fn), make((2, 5, 6)), grad=True, **TOL)
     check_op(real_view(fn), make((4, 3, 5)), s=(4, 6), dim=(2, 0), norm="ortho", grad=True, **TOL)
-    check_op(real_view(fn), noncontiguous(make((3, 4, 5))), dim=(0, 1), norm="forward", grad=True, **TOL)
+    check_op(
+        real_view(fn), noncontiguous(make((3, 4, 5))), dim=(0, 1), norm="forward", grad=True, **TOL
+    )
 
 
-@pytest.mark.parametrize("fn", [torch.fft.irfft2, torch.fft.irfftn, torch.fft.hfft2, torch.fft.ifftn])
+@pytest.mark.parametrize(
+    "fn", [torch.fft.irfft2, torch.fft.irfftn, torch.fft.hfft2, torch.fft.ifftn]
+)
 def test_fft_nd_complex_input(fn):
     x = torch.complex(make((3, 4, 5)), make((3, 4, 5), seed=1)).detach().requires_grad_()
     check_op(real_view(fn), x, grad=True, **TOL)
@@ -91,17 +102,24 @@ def test_stft_istft():
     x = make((2, 64), grad=False)
     window = torch.hann_window(16) + 0.1  # nonzero at the edges: center=False needs it (NOLA)
     check_op(
-        lambda t, w: torch.view_as_real(torch.stft(t, 16, 4, window=w, center=False, return_complex=True)),
+        lambda t, w: torch.view_as_real(
+            torch.stft(t, 16, 4, window=w, center=False, return_complex=True)
+        ),
         x,
         window,
         **TOL,
     )
     # istft's overlap-add is unfold_backward.
     spec = torch.stft(x, 16, 4, window=window, center=False, return_complex=True).requires_grad_()
-    check_op(lambda s, w: torch.istft(s, 16, 4, window=w, center=False), spec, window, grad=True, **TOL)
+    check_op(
+        lambda s, w: torch.istft(s, 16, 4, window=w, center=False), spec, window, grad=True, **TOL
+    )
 
 
-@pytest.mark.parametrize("shape,dim,size,step", [((3, 10), 1, 3, 2), ((7,), 0, 2, 3), ((4, 5, 6), 0, 2, 1), ((), 0, 1, 1)])
+@pytest.mark.parametrize(
+    "shape,dim,size,step",
+    [((3, 10), 1, 3, 2), ((7,), 0, 2, 3), ((4, 5, 6), 0, 2, 1), ((), 0, 1, 1)],
+)
 def test_unfold_backward(shape, dim, size, step):
     check_op(lambda t: t.unfold(dim, size, step), make(shape), grad=True)
     check_op(lambda t: t.unfold(dim, size, step), make(shape, torch.bfloat16), grad=True)
@@ -113,7 +131,9 @@ def test_unfold_backward(shape, dim, size, step):
 def test_view_as_real_and_complex():
     x = make((3, 4, 2))
     check_op(lambda t: torch.view_as_complex(t) * 2, x, grad=True)
-    check_op(lambda t: torch.view_as_real(torch.view_as_complex(t).conj().resolve_conj()), x, grad=True)
+    check_op(
+        lambda t: torch.view_as_real(torch.view_as_complex(t).conj().resolve_conj()), x, grad=True
+    )
     z = torch.complex(make((5,)), make((5,), seed=1)).detach().requires_grad_()
     check_op(lambda t: torch.view_as_real(t * t), z, grad=True)
     check_op(lambda t: torch.view_as_real(t), noncontiguous(z.detach()).requires_grad_(), grad=True)
@@ -131,9 +151,23 @@ def test_view_as_real_aliases():
 
 
 def test_complex_and_polar():
-    check_op(lambda a, b: torch.view_as_real(torch.complex(a, b)), make((3, 4)), make((4,), seed=1), grad=True)
-    check_op(lambda a, b: torch.view_as_real(torch.polar(a, b)), make((3, 4)).abs(), make((3, 4), seed=1), grad=True)
-    check_op(torch.complex, make((2, 3), torch.float64, grad=False), make((2, 3), torch.float64, grad=False, seed=1))
+    check_op(
+        lambda a, b: torch.view_as_real(torch.complex(a, b)),
+        make((3, 4)),
+        make((4,), seed=1),
+        grad=True,
+    )
+    check_op(
+        lambda a, b: torch.view_as_real(torch.polar(a, b)),
+        make((3, 4)).abs(),
+        make((3, 4), seed=1),
+        grad=True,
+    )
+    check_op(
+        torch.complex,
+        make((2, 3), torch.float64, grad=False),
+        make((2, 3), torch.float64, grad=False, seed=1),
+    )
     out = torch.empty(0, dtype=torch.complex64, device="tpu")
     torch.polar(make((3,), grad=False).abs().to("tpu"), make((3,), grad=False).to("tpu"), out=out)
     a = make((3,), grad=False)
@@ -153,7 +187,9 @@ def test_lazy_conj_and_neg_bits():
     out = torch.empty_like(t)
     torch.conj_physical(t, out=out)
     torch.testing.assert_close(out.cpu(), z.conj())
-    check_op(lambda v: torch.view_as_real(torch.conj_physical(v)), z.clone().requires_grad_(), grad=True)
+    check_op(
+        lambda v: torch.view_as_real(torch.conj_physical(v)), z.clone().requires_grad_(), grad=True
+    )
 
 
 def test_sgn_complex():

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 import torch
+from models import GPT
 
 import torch_tpu
-from models import GPT
 
 
 def test_mode_setters_nest_and_restore():

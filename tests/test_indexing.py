@@ -356,7 +356,13 @@ def test_index_reduce(reduce, include_self, dtype):
     x = make(5, 3, dtype=dtype, requires_grad=grad)
     src = make(4, 3, dtype=dtype, requires_grad=grad)
     index = idx(0, 4, 0, 2)  # row 0 twice, rows 1 and 3 untouched
-    check_op(lambda t, i, s: t.index_reduce(0, i, s, reduce, include_self=include_self), x, index, src, grad=grad)
+    check_op(
+        lambda t, i, s: t.index_reduce(0, i, s, reduce, include_self=include_self),
+        x,
+        index,
+        src,
+        grad=grad,
+    )
     check_op(
         lambda t, i, s: t.index_reduce(1, i, s, reduce, include_self=include_self),
         noncontiguous(make(3, 5, dtype=dtype)),
@@ -388,9 +394,13 @@ def test_nonzero_static_truncates_and_fills(size):
 def test_repeat_interleave_tensor_repeats(dtype):
     check_op(torch.repeat_interleave, torch.tensor([2, 0, 3, 1], dtype=dtype))
     check_op(torch.repeat_interleave, torch.zeros(0, dtype=dtype))
-    check_op(lambda r: torch.repeat_interleave(r, output_size=6), torch.tensor([2, 0, 3, 1], dtype=dtype))
+    check_op(
+        lambda r: torch.repeat_interleave(r, output_size=6), torch.tensor([2, 0, 3, 1], dtype=dtype)
+    )
     x = make(3, 4, requires_grad=True)
-    check_op(lambda t, r: torch.repeat_interleave(t, r, dim=1), x, torch.tensor([1, 0, 2, 3]), grad=True)
+    check_op(
+        lambda t, r: torch.repeat_interleave(t, r, dim=1), x, torch.tensor([1, 0, 2, 3]), grad=True
+    )
     with pytest.raises(RuntimeError, match="repeats can not be negative"):
         torch.repeat_interleave(torch.tensor([2, -1], dtype=dtype, device="tpu"))
 
@@ -407,7 +417,13 @@ def test_unique_and_unique_consecutive(dtype):
         check_op(fn, x)
         check_op(fn, noncontiguous(x))
         check_op(fn, x[:0])
-    check_op(lambda t: torch.unique(t, return_counts=True), torch.tensor([float("nan"), 1.0, float("nan"), 1.0]))
+    check_op(
+        lambda t: torch.unique(t, return_counts=True),
+        torch.tensor([float("nan"), 1.0, float("nan"), 1.0]),
+    )
     rows = torch.tensor([[1, 1, 2, 2, 1], [0, 0, 3, 3, 0], [0, 0, 3, 3, 0]]).to(dtype)
     for dim in (0, 1, -1):
-        check_op(lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True, dim=dim), rows)
+        check_op(
+            lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True, dim=dim),
+            rows,
+        )

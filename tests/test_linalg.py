@@ -54,12 +54,16 @@ def test_cholesky_solve_inverse():
     check_op(torch.cholesky_inverse, L[0].detach().requires_grad_(), grad=True, **TOL)
 
 
-@pytest.mark.parametrize("upper,left,unit", [(False, True, False), (True, False, True), (True, True, False)])
+@pytest.mark.parametrize(
+    "upper,left,unit", [(False, True, False), (True, False, True), (True, True, False)]
+)
 def test_solve_triangular(upper, left, unit):
     a = tri(2, 3, 3, upper=upper).requires_grad_()
     b = (randn(2, 3, 4) if left else randn(1, 4, 3)).requires_grad_()
     check_op(
-        lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unit),
+        lambda x, y: torch.linalg.solve_triangular(
+            x, y, upper=upper, left=left, unitriangular=unit
+        ),
         a,
         b,
         grad=True,
@@ -70,7 +74,13 @@ def test_solve_triangular(upper, left, unit):
 def test_triangular_solve():
     a = tri(3, 3, upper=True).requires_grad_()
     b = noncontiguous(randn(3, 2)).requires_grad_()
-    check_op(lambda x, y: torch.triangular_solve(x, y, upper=True, transpose=True), b, a, grad=True, **TOL)
+    check_op(
+        lambda x, y: torch.triangular_solve(x, y, upper=True, transpose=True),
+        b,
+        a,
+        grad=True,
+        **TOL,
+    )
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 3), (3, 5)])
@@ -95,7 +105,7 @@ def test_lu_solve(left, adjoint):
     lu, piv = torch.linalg.lu_factor(a)
     b = (randn(2, 4, 3) if left else randn(2, 3, 4)).requires_grad_()
     check_op(
-        lambda l, p, y: torch.linalg.lu_solve(l, p, y, left=left, adjoint=adjoint),
+        lambda lu_, p, y: torch.linalg.lu_solve(lu_, p, y, left=left, adjoint=adjoint),
         lu.requires_grad_(),
         piv,
         b,
@@ -111,10 +121,16 @@ def test_inv_solve_det():
     check_op(torch.linalg.solve, a, randn(4).requires_grad_(), grad=True, **TOL)
     check_op(torch.linalg.det, a, grad=True, **TOL)
     check_op(torch.linalg.slogdet, a, grad=True, **TOL)
-    check_op(lambda x: torch.linalg.matrix_power(x, -2), noncontiguous(randn(3, 3) + 2 * torch.eye(3)), **TOL)
+    check_op(
+        lambda x: torch.linalg.matrix_power(x, -2),
+        noncontiguous(randn(3, 3) + 2 * torch.eye(3)),
+        **TOL,
+    )
 
 
-@pytest.mark.parametrize("shape,mode", [((5, 3), "reduced"), ((3, 5), "complete"), ((2, 4, 4), "r")])
+@pytest.mark.parametrize(
+    "shape,mode", [((5, 3), "reduced"), ((3, 5), "complete"), ((2, 4, 4), "r")]
+)
 def test_qr(shape, mode):
     a = randn(*shape).requires_grad_(mode != "r")
     check_op(lambda x: torch.linalg.qr(x, mode=mode), a, grad=mode == "reduced", **TOL)
@@ -156,7 +172,14 @@ def test_householder_product():
 def test_ormqr(left, transpose):
     a, tau = torch.geqrf(randn(5, 3))
     c = (randn(5, 2) if left else randn(2, 5)).requires_grad_()
-    check_op(lambda q, t, x: torch.ormqr(q, t, x, left=left, transpose=transpose), a, tau, c, grad=True, **TOL)
+    check_op(
+        lambda q, t, x: torch.ormqr(q, t, x, left=left, transpose=transpose),
+        a,
+        tau,
+        c,
+        grad=True,
+        **TOL,
+    )
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5), (4, 4)])
@@ -167,7 +190,9 @@ def test_geqrf(shape):
 
 
 @pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
-@pytest.mark.parametrize("shapes", [((2, 5, 3), (2, 5, 2)), ((3, 5), (3, 2)), ((4, 3), (4,)), ((2, 3, 3), (1, 3, 2))])
+@pytest.mark.parametrize(
+    "shapes", [((2, 5, 3), (2, 5, 2)), ((3, 5), (3, 2)), ((4, 3), (4,)), ((2, 3, 3), (1, 3, 2))]
+)
 def test_lstsq(driver, shapes):
     a = randn(*shapes[0]).requires_grad_()
     b = randn(*shapes[1], seed=3).requires_grad_()
@@ -206,13 +231,26 @@ def test_ldl_solve(shapes):
 
 def test_matrix_exp():
     g = torch.Generator().manual_seed(11)
-    for a in (torch.randn(4, 4, generator=g), torch.randn(3, 5, 5, generator=g) * 4, torch.zeros(2, 2),
-              torch.randn(6, 6, generator=g) * 1e-3, torch.diag(torch.tensor([1.0, -2.0, 3.0]))):
+    for a in (
+        torch.randn(4, 4, generator=g),
+        torch.randn(3, 5, 5, generator=g) * 4,
+        torch.zeros(2, 2),
+        torch.randn(6, 6, generator=g) * 1e-3,
+        torch.diag(torch.tensor([1.0, -2.0, 3.0])),
+    ):
         # float64 inside: within rounding of the exact exponential (CPU's float32 kernel is a few
         # ulp off), so the comparison is relative to the largest entry.
         exact = torch.linalg.matrix_exp(a.double())
         got = torch.linalg.matrix_exp(a.to("tpu"))
         assert got.dtype == torch.float32 and got.shape == a.shape
-        torch.testing.assert_close(got.cpu().double(), exact, atol=2e-7 * exact.abs().max().item(), rtol=2e-7)
-    check_op(torch.linalg.matrix_exp, torch.randn(3, 3, generator=g, dtype=torch.float64).requires_grad_(), grad=True)
-    check_op(torch.linalg.matrix_exp, noncontiguous(torch.randn(4, 4, generator=g, dtype=torch.float64)))
+        torch.testing.assert_close(
+            got.cpu().double(), exact, atol=2e-7 * exact.abs().max().item(), rtol=2e-7
+        )
+    check_op(
+        torch.linalg.matrix_exp,
+        torch.randn(3, 3, generator=g, dtype=torch.float64).requires_grad_(),
+        grad=True,
+    )
+    check_op(
+        torch.linalg.matrix_exp, noncontiguous(torch.randn(4, 4, generator=g, dtype=torch.float64))
+    )

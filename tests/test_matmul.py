@@ -169,7 +169,10 @@ def test_matmul_shapes(sa, sb):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_addbmm_rounds_per_batch_as_cpu(dtype):
     g = torch.Generator().manual_seed(2)
-    b1, b2 = torch.randn(6, 5, 4, generator=g).to(dtype), torch.randn(6, 4, 3, generator=g).to(dtype)
+    b1, b2 = (
+        torch.randn(6, 5, 4, generator=g).to(dtype),
+        torch.randn(6, 4, 3, generator=g).to(dtype),
+    )
     self = torch.randn(5, 3, generator=g).to(dtype)
     check_op(lambda s, x, y: torch.addbmm(s, x, y, beta=0.5, alpha=1.5), self, b1, b2)
 
@@ -181,6 +184,12 @@ def test_cross_and_trace(dtype):
     a = (torch.randn(4, 3, generator=g) * 3).to(dtype).requires_grad_(grad)
     b = (torch.randn(1, 3, generator=g) * 3).to(dtype).requires_grad_(grad)
     check_op(torch.linalg.cross, a, b, grad=grad)
-    check_op(lambda x, y: torch.cross(x, y, dim=0), a.detach().t().contiguous(), noncontiguous(a.detach().t()))
-    check_op(torch.trace, (torch.randn(4, 6, generator=g) * 3).to(dtype).requires_grad_(grad), grad=grad)
+    check_op(
+        lambda x, y: torch.cross(x, y, dim=0),
+        a.detach().t().contiguous(),
+        noncontiguous(a.detach().t()),
+    )
+    check_op(
+        torch.trace, (torch.randn(4, 6, generator=g) * 3).to(dtype).requires_grad_(grad), grad=grad
+    )
     check_op(torch.trace, noncontiguous((torch.randn(5, 5, generator=g) * 3).to(dtype)))

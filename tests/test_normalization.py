@@ -220,7 +220,7 @@ def test_batch_norm_modules_train_and_eval():
 
         for step in range(3):
             check_op(run, make(shape, seed=step, shift=step), grad=True)
-        for (name, t_cpu), (_, t_tpu) in zip(m.state_dict().items(), m_tpu.state_dict().items()):
+        for (_, t_cpu), (_, t_tpu) in zip(m.state_dict().items(), m_tpu.state_dict().items()):
             assert_same(t_tpu, t_cpu)
         m.eval()
         m_tpu.eval()

@@ -11,29 +11,72 @@ import os
 
 import pytest
 import torch
-from op_conformance import check_entry, entries
 from device_results import device_results
+from op_conformance import check_entry, entries
 from tie_order import tie_invariant
 
 RESULTS = os.path.join(os.path.dirname(__file__), "..", "docs", "op_coverage.json")
 
 SUBSET = [
     # elementwise math, special functions, comparisons
-    "add", "mul", "div.floor_rounding", "pow", "exp", "log1p", "sin", "erfinv", "sigmoid", "where",
-    "clamp", "eq", "isnan",
+    "add",
+    "mul",
+    "div.floor_rounding",
+    "pow",
+    "exp",
+    "log1p",
+    "sin",
+    "erfinv",
+    "sigmoid",
+    "where",
+    "clamp",
+    "eq",
+    "isnan",
     # reductions and scans
-    "sum", "mean", "amax", "var", "nansum", "cumsum", "logcumsumexp", "median", "kthvalue",
+    "sum",
+    "mean",
+    "amax",
+    "var",
+    "nansum",
+    "cumsum",
+    "logcumsumexp",
+    "median",
+    "kthvalue",
     # shape, indexing, scatter
-    "cat", "permute", "index_add", "index_reduce.amax", "scatter_reduce.sum", "take", "gather",
-    "masked_select", "searchsorted", "histc", "histogram", "sort",
+    "cat",
+    "permute",
+    "index_add",
+    "index_reduce.amax",
+    "scatter_reduce.sum",
+    "take",
+    "gather",
+    "masked_select",
+    "searchsorted",
+    "histc",
+    "histogram",
+    "sort",
     # nn
-    "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.layer_norm",
-    "nn.functional.cross_entropy", "nn.functional.batch_norm", "nn.functional.gelu", "softmax",
-    "native_batch_norm", "nn.functional.embedding_bag",
+    "nn.functional.conv2d",
+    "nn.functional.max_pool2d",
+    "nn.functional.layer_norm",
+    "nn.functional.cross_entropy",
+    "nn.functional.batch_norm",
+    "nn.functional.gelu",
+    "softmax",
+    "native_batch_norm",
+    "nn.functional.embedding_bag",
     # matrix products and norms
-    "matmul", "baddbmm", "linalg.vector_norm", "linalg.cross", "trace", "einsum", "linalg.lstsq",
+    "matmul",
+    "baddbmm",
+    "linalg.vector_norm",
+    "linalg.cross",
+    "trace",
+    "einsum",
+    "linalg.lstsq",
     # creation
-    "arange", "linspace", "logspace",
+    "arange",
+    "linspace",
+    "logspace",
 ]
 
 
@@ -43,7 +86,10 @@ def _recorded():
 
 
 RECORDED = _recorded()
-OPS = {e.name + (f".{e.variant_test_name}" if e.variant_test_name else ""): e for e in entries(set(SUBSET))}
+OPS = {
+    e.name + (f".{e.variant_test_name}" if e.variant_test_name else ""): e
+    for e in entries(set(SUBSET))
+}
 
 
 def test_subset_entries_exist_and_are_recorded():
@@ -53,7 +99,9 @@ def test_subset_entries_exist_and_are_recorded():
 
 @pytest.mark.parametrize("entry", SUBSET)
 def test_entry_matches_the_coverage_doc(entry):
-    result = check_entry(OPS[entry], dtypes=(torch.float32,), modes=("strict", "fused"), max_samples=4)
+    result = check_entry(
+        OPS[entry], dtypes=(torch.float32,), modes=("strict", "fused"), max_samples=4
+    )
     recorded = RECORDED[entry]["results"]
     claimed = 0
     for mode in ("strict", "fused"):
@@ -115,12 +163,19 @@ def test_closer_to_float64_accepts_only_results_nearer_the_float64_value():
     from opinfo_check import _compare_closer_to_float64
 
     # CPU's bf16 nll_loss of input (2, 3, 2, 2): 0.0605 where float64 gives 0.05859.
-    cpu, f64 = torch.tensor([0.0605, 2.0], dtype=torch.bfloat16), torch.tensor([0.05859, 2.0], dtype=torch.float64)
-    _compare_closer_to_float64(torch.tensor([0.0586, 2.0], dtype=torch.bfloat16, device="tpu"), cpu, f64)
+    cpu, f64 = (
+        torch.tensor([0.0605, 2.0], dtype=torch.bfloat16),
+        torch.tensor([0.05859, 2.0], dtype=torch.float64),
+    )
+    _compare_closer_to_float64(
+        torch.tensor([0.0586, 2.0], dtype=torch.bfloat16, device="tpu"), cpu, f64
+    )
     _compare_closer_to_float64(cpu.to("tpu"), cpu, f64)  # equal to CPU's
     for wrong in ([0.0625, 2.0], [0.0586, 2.5]):  # further from float64, or off where CPU is exact
         with pytest.raises(AssertionError, match="further from float64"):
-            _compare_closer_to_float64(torch.tensor(wrong, dtype=torch.bfloat16, device="tpu"), cpu, f64)
+            _compare_closer_to_float64(
+                torch.tensor(wrong, dtype=torch.bfloat16, device="tpu"), cpu, f64
+            )
 
 
 @pytest.mark.parametrize("entry", ["nn.functional.nll_loss", "nn.functional.conv_transpose2d"])

@@ -453,7 +453,9 @@ def test_cdist_pdist(p):
     g = torch.Generator().manual_seed(7)
     x1 = torch.randn(2, 5, 4, generator=g).requires_grad_()
     x2 = torch.randn(2, 6, 4, generator=g).requires_grad_()
-    x2_with_tie = torch.cat([x2.detach()[:, :1], x1.detach()[:, :1], x2.detach()[:, 2:]], 1).requires_grad_()
+    x2_with_tie = torch.cat(
+        [x2.detach()[:, :1], x1.detach()[:, :1], x2.detach()[:, 2:]], 1
+    ).requires_grad_()
     grad = p != 0
     check_op(lambda a, b: torch.cdist(a, b, p=p), x1, x2, grad=grad)
     check_op(lambda a, b: torch.cdist(a, b, p=p), x1, x2_with_tie, grad=grad)  # a zero distance
@@ -465,8 +467,14 @@ def test_cdist_matrix_product_form():
     a = torch.randn(30, 3, generator=g).requires_grad_()
     b = torch.randn(4, 3, generator=g).requires_grad_()
     check_op(torch.cdist, a, b, grad=True)  # over 25 rows: |a|^2 - 2ab + |b|^2 on CPU too
-    check_op(lambda x, y: torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"), a, b, grad=True)
-    check_op(lambda x, y: torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist"), noncontiguous(a.detach()), b.detach())
+    check_op(
+        lambda x, y: torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"), a, b, grad=True
+    )
+    check_op(
+        lambda x, y: torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist"),
+        noncontiguous(a.detach()),
+        b.detach(),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
@@ -477,7 +485,9 @@ def test_mode_smallest_most_frequent_last_index(dtype):
     check_op(torch.mode, torch.tensor(2.0))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.int8, torch.bool])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.int8, torch.bool]
+)
 def test_hash_tensor(dtype):
     g = torch.Generator().manual_seed(3)
     x = (torch.randn(4, 6, generator=g) * 50).to(dtype)

@@ -22,7 +22,11 @@ def test_searchsorted_1d_and_rows(dtype, right):
     seq = sorted_rows(9, dtype=dtype)  # repeated values: ties must land where CPU puts them
     values = (torch.arange(-12, 12, dtype=torch.float32) / 2).to(dtype).reshape(4, 6)
     check_op(lambda s, v: torch.searchsorted(s, v, right=right), seq, values)
-    check_op(lambda s, v: torch.searchsorted(s, v, side="right" if right else "left", out_int32=True), seq, values)
+    check_op(
+        lambda s, v: torch.searchsorted(s, v, side="right" if right else "left", out_int32=True),
+        seq,
+        values,
+    )
     rows = sorted_rows(3, 7, dtype=dtype, seed=1)
     check_op(lambda s, v: torch.searchsorted(s, v, right=right), rows, values[:3, :5])
     check_op(lambda s: torch.searchsorted(s, 1, right=right), seq)
@@ -36,9 +40,15 @@ def test_searchsorted_sorter_nan_empty_and_noncontiguous():
     check_op(lambda s, v, o: torch.searchsorted(s, v, sorter=o), seq, values, sorter)
     with_nan = torch.tensor([0.0, 1.0, 2.0, NAN])
     check_op(lambda s, v: torch.searchsorted(s, v), with_nan, torch.tensor([NAN, 1.5, 3.0]))
-    check_op(lambda s, v: torch.searchsorted(s, v, right=True), with_nan, torch.tensor([NAN, 1.0, 3.0]))
+    check_op(
+        lambda s, v: torch.searchsorted(s, v, right=True), with_nan, torch.tensor([NAN, 1.0, 3.0])
+    )
     check_op(lambda s, v: torch.searchsorted(s, v), torch.zeros(0), torch.tensor([1.0, 2.0]))
-    check_op(lambda s, v: torch.searchsorted(s, v), sorted_rows(3, 6), noncontiguous(torch.randn(3, 4, generator=g)))
+    check_op(
+        lambda s, v: torch.searchsorted(s, v),
+        sorted_rows(3, 6),
+        noncontiguous(torch.randn(3, 4, generator=g)),
+    )
 
 
 @pytest.mark.parametrize("right", [False, True])
@@ -46,7 +56,11 @@ def test_bucketize(right):
     boundaries = torch.tensor([-1.0, 0.0, 0.0, 2.5, 4.0])
     x = torch.tensor([[-3.0, -1.0, 0.0], [1.0, 2.5, 9.0]])
     check_op(lambda v, b: torch.bucketize(v, b, right=right), x, boundaries)
-    check_op(lambda v, b: torch.bucketize(v, b, right=right, out_int32=True), noncontiguous(x), boundaries)
+    check_op(
+        lambda v, b: torch.bucketize(v, b, right=right, out_int32=True),
+        noncontiguous(x),
+        boundaries,
+    )
     check_op(lambda b: torch.bucketize(2.5, b, right=right), boundaries)
 
 
@@ -63,7 +77,10 @@ def test_isin(dtype, invert):
 
 def test_isin_rejects_bool_as_cpu_does():
     with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin"):
-        torch.isin(torch.ones(2, dtype=torch.bool, device="tpu"), torch.ones(2, dtype=torch.bool, device="tpu"))
+        torch.isin(
+            torch.ones(2, dtype=torch.bool, device="tpu"),
+            torch.ones(2, dtype=torch.bool, device="tpu"),
+        )
 
 
 def test_isin_nan_and_promotion():
@@ -78,7 +95,10 @@ def test_histc(dtype):
     x = torch.randn(200, generator=g).to(dtype)
     check_op(lambda t: torch.histc(t, bins=10), x)  # the data's own range
     check_op(lambda t: torch.histc(t, bins=7, min=-1, max=1), x)  # out-of-range values dropped
-    check_op(lambda t: torch.histc(t, bins=4, min=0, max=3), torch.tensor([0.0, 1.0, 2.0, 3.0, 3.0, NAN], dtype=dtype))
+    check_op(
+        lambda t: torch.histc(t, bins=4, min=0, max=3),
+        torch.tensor([0.0, 1.0, 2.0, 3.0, 3.0, NAN], dtype=dtype),
+    )
     check_op(lambda t: torch.histc(t, bins=5), torch.full((4,), 2.0, dtype=dtype))  # widened by 1
     check_op(lambda t: torch.histc(t, bins=6), noncontiguous(x.reshape(20, 10)))
 
@@ -95,11 +115,17 @@ def test_histogram(dtype):
     check_op(lambda t: torch.histogram(t, 10), x)
     check_op(lambda t: torch.histogram(t, 7, range=(-1.0, 1.0)), x)  # outside values dropped
     check_op(lambda t, v: torch.histogram(t, 6, weight=v, density=True), x, w)
-    check_op(lambda t: torch.histogram(t, 4, range=(0.0, 3.0)), torch.tensor([0.0, 1.0, 2.0, 3.0, 3.0, NAN], dtype=dtype))
+    check_op(
+        lambda t: torch.histogram(t, 4, range=(0.0, 3.0)),
+        torch.tensor([0.0, 1.0, 2.0, 3.0, 3.0, NAN], dtype=dtype),
+    )
     check_op(lambda t: torch.histogram(t, 3), torch.full((4,), 2.0, dtype=dtype))  # widened by 0.5
     check_op(lambda t: torch.histogram(t, 3), torch.zeros(0, dtype=dtype))  # [0, 1]
     check_op(lambda t: torch.histogram(t, 8), noncontiguous(x.reshape(30, 10)))
-    hist, edges = torch.empty(0, dtype=dtype, device="tpu"), torch.empty(0, dtype=dtype, device="tpu")
+    hist, edges = (
+        torch.empty(0, dtype=dtype, device="tpu"),
+        torch.empty(0, dtype=dtype, device="tpu"),
+    )
     torch.histogram(x.to("tpu"), 5, out=(hist, edges))
     expected = torch.histogram(x, 5)
     torch.testing.assert_close((hist.cpu(), edges.cpu()), tuple(expected))
@@ -113,7 +139,11 @@ def test_histogramdd(dtype):
     check_op(lambda t: torch.histogramdd(t, [3, 4, 2]), x)
     check_op(lambda t, v: torch.histogramdd(t, 3, weight=v, density=True), x, w)
     check_op(lambda t: torch.histogramdd(t, [2, 2, 2], range=[-1.0, 1.0, 0.0, 2.0, -3.0, 0.0]), x)
-    edges = [torch.tensor([-1.0, 0.0, 2.0], dtype=dtype), torch.linspace(-2, 2, 5, dtype=dtype), torch.tensor([0.0, 0.5], dtype=dtype)]
+    edges = [
+        torch.tensor([-1.0, 0.0, 2.0], dtype=dtype),
+        torch.linspace(-2, 2, 5, dtype=dtype),
+        torch.tensor([0.0, 0.5], dtype=dtype),
+    ]
     check_op(lambda t, *e: torch.histogramdd(t, list(e)), x, *edges)
     check_op(lambda t: torch.histogramdd(t, [2, 3]), noncontiguous(x.reshape(4, 10, 3))[..., :2])
 
@@ -123,7 +153,9 @@ def test_histogram_errors_match_cpu():
         lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 0),
         lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 2, range=(3.0, 1.0)),
         lambda d: torch.histogram(torch.tensor([1.0, float("inf")], device=d), 2),
-        lambda d: torch.histogram(torch.tensor([1.0, 2.0], device=d), 2, weight=torch.ones(1, device=d)),
+        lambda d: torch.histogram(
+            torch.tensor([1.0, 2.0], device=d), 2, weight=torch.ones(1, device=d)
+        ),
         lambda d: torch.histogram(torch.tensor([1, 2], device=d), 2),
         lambda d: torch.histogramdd(torch.ones(5, 2, device=d), [2, 3, 4]),
         lambda d: torch.histogramdd(torch.ones(5, 2, device=d), [2, 2], range=[0.0, 1.0]),

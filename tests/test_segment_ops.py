@@ -37,15 +37,32 @@ def test_embedding_bag_modes(mode, padding_idx, include_last_offset):
 
 def test_embedding_bag_per_sample_weights_and_2d_input():
     psw = torch.rand(10, generator=torch.Generator().manual_seed(3)).requires_grad_()
-    check_op(lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p), weights(10, 4), INDICES, OFFSETS, psw, grad=True)
-    check_op(lambda w, i: F.embedding_bag(i, w, mode="mean"), noncontiguous(weights(10, 4)), INDICES.view(2, 5), grad=True)
+    check_op(
+        lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+        weights(10, 4),
+        INDICES,
+        OFFSETS,
+        psw,
+        grad=True,
+    )
+    check_op(
+        lambda w, i: F.embedding_bag(i, w, mode="mean"),
+        noncontiguous(weights(10, 4)),
+        INDICES.view(2, 5),
+        grad=True,
+    )
 
 
 # scale_grad_by_freq is not compared: CPU's dense backward divides rows by counts that do not
 # match the indices' frequencies (e.g. a twice-used row is not divided at all), so there is no
 # consistent reference; the lowering divides each row by its index's frequency.
 def test_embedding_bag_bf16():
-    check_op(lambda w, i, o: F.embedding_bag(i, w, o, mode="sum"), weights(10, 3, torch.bfloat16), INDICES, OFFSETS)
+    check_op(
+        lambda w, i, o: F.embedding_bag(i, w, o, mode="sum"),
+        weights(10, 3, torch.bfloat16),
+        INDICES,
+        OFFSETS,
+    )
 
 
 def test_embedding_max_norm_renorms_referenced_rows():
@@ -66,7 +83,12 @@ def test_segment_reduce_lengths(reduce, initial):
     data.requires_grad_()
     lengths = torch.tensor([3, 0, 2, 3])
     kw = {} if initial is None else {"initial": initial}
-    check_op(lambda d, ln: torch.segment_reduce(d, reduce, lengths=ln, **kw), data, lengths, grad=initial is not None or reduce != "mean")
+    check_op(
+        lambda d, ln: torch.segment_reduce(d, reduce, lengths=ln, **kw),
+        data,
+        lengths,
+        grad=initial is not None or reduce != "mean",
+    )
 
 
 @pytest.mark.parametrize("reduce", ["sum", "max", "mean"])
@@ -74,7 +96,12 @@ def test_segment_reduce_offsets_axis(reduce):
     g = torch.Generator().manual_seed(6)
     data = torch.randn(2, 6, 2, generator=g).requires_grad_()
     offsets = torch.tensor([[0, 2, 5, 6], [0, 1, 1, 6]])
-    check_op(lambda d, o: torch.segment_reduce(d, reduce, offsets=o, axis=1, initial=0.5), data, offsets, grad=True)
+    check_op(
+        lambda d, o: torch.segment_reduce(d, reduce, offsets=o, axis=1, initial=0.5),
+        data,
+        offsets,
+        grad=True,
+    )
 
 
 def test_bincount():

@@ -4,7 +4,7 @@ diag_embed, narrow_copy, split_with_sizes_copy) compared with CPU, gradients inc
 import pytest
 import torch
 import torch.nn.functional as F
-from op_check import check_op, noncontiguous, assert_same
+from op_check import assert_same, check_op, noncontiguous
 
 # Every op test runs in each eager mode (strict, debug, fused).
 pytestmark = pytest.mark.usefixtures("each_mode")

@@ -3,7 +3,6 @@ frexp) on tpu against PyTorch's CPU kernels."""
 
 import pytest
 import torch
-
 from op_check import check_op, noncontiguous
 
 # Every test here runs in strict, debug and fused mode (tests/conftest.py).
@@ -64,7 +63,9 @@ def test_unary_dtypes_and_layouts(name):
 
 
 def test_gamma_poles_and_infinities():
-    x = torch.tensor([0.0, -0.0, -1.0, -2.0, -2.5, 1.0, 2.0, 1e-30, 1e30, INF, -INF, NAN, 0.5, -0.5])
+    x = torch.tensor(
+        [0.0, -0.0, -1.0, -2.0, -2.5, 1.0, 2.0, 1e-30, 1e30, INF, -INF, NAN, 0.5, -0.5]
+    )
     check_op(torch.lgamma, x)
     check_op(torch.digamma, x)
     check_op(torch.lgamma, x[5:11].double())
@@ -76,14 +77,20 @@ def test_polygamma():
         check_op(lambda t: torch.polygamma(n, t), x, grad=True)
     check_op(lambda t: torch.polygamma(1, t), uniform((40,), -6, 0.5, seed=4))
     check_op(lambda t: S.polygamma(2, t), uniform((40,), 0.5, 9, seed=5))
-    check_op(lambda t: torch.polygamma(3, t), uniform((40,), -60, 0, seed=6))  # shifted up to q >= 0
+    check_op(
+        lambda t: torch.polygamma(3, t), uniform((40,), -60, 0, seed=6)
+    )  # shifted up to q >= 0
 
 
 def test_zeta():
     s = uniform((32,), 1.01, 12)
     q = uniform((32,), 0.05, 20, seed=1)
     check_op(S.zeta, s, q)
-    check_op(S.zeta, torch.tensor([1.0, 0.5, 2.0, 2.0, 2.0, 3.0, 2.0]), torch.tensor([1.0, 1.0, 0.0, -1.0, -1.5, -2.5, INF]))
+    check_op(
+        S.zeta,
+        torch.tensor([1.0, 0.5, 2.0, 2.0, 2.0, 3.0, 2.0]),
+        torch.tensor([1.0, 1.0, 0.0, -1.0, -1.5, -2.5, INF]),
+    )
     check_op(S.zeta, torch.tensor([4.0, 3.0, 2.5]), torch.tensor([-30.25, -100.0, -3.5]))
 
 
@@ -153,8 +160,12 @@ POLYNOMIALS = [
 @pytest.mark.parametrize("name", POLYNOMIALS)
 def test_orthogonal_polynomials(name):
     fn = getattr(S, name)
-    x = torch.cat([uniform((30,), -1.5, 1.5), torch.tensor([-1.0, 1.0, 0.0, 0.5, 0.25, 2.0])])  # CPU leaves NaN x undefined
-    n = torch.cat([uniform((30,), -2, 14, seed=1).trunc(), torch.tensor([3.0, 4.0, 5.0, 12.0, 2.0, 9.0])])
+    x = torch.cat(
+        [uniform((30,), -1.5, 1.5), torch.tensor([-1.0, 1.0, 0.0, 0.5, 0.25, 2.0])]
+    )  # CPU leaves NaN x undefined
+    n = torch.cat(
+        [uniform((30,), -2, 14, seed=1).trunc(), torch.tensor([3.0, 4.0, 5.0, 12.0, 2.0, 9.0])]
+    )
     check_op(fn, x, n)
     if name in ("chebyshev_polynomial_t", "hermite_polynomial_h"):
         check_op(fn, x[:6], 3)  # Python scalar degree
@@ -167,6 +178,10 @@ def test_incomplete_gamma(fn):
     x = torch.cat([uniform((40,), 0, 60, seed=1), torch.tensor([0.5, 110.0])])
     check_op(fn, a, x)
     edges = [0.0, -1.0, INF, NAN, 1.0]
-    check_op(fn, torch.tensor([p for p in edges for q in edges]), torch.tensor([q for p in edges for q in edges]))
+    check_op(
+        fn,
+        torch.tensor([p for p in edges for q in edges]),
+        torch.tensor([q for p in edges for q in edges]),
+    )
     if fn is torch.igamma:
         check_op(fn, uniform((3, 4), 0.1, 5, BF16), uniform((4,), 0, 5, BF16, seed=2))

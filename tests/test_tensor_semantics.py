@@ -4,10 +4,9 @@ import io
 
 import pytest
 import torch
+from op_check import ALL_DTYPES, assert_same
 
 import torch_tpu
-
-from op_check import ALL_DTYPES, assert_same
 
 # Every test here runs in strict, debug and fused mode (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("each_mode")
@@ -133,7 +132,9 @@ def test_complex_half_is_stored_copied_and_converted(dtype):
     t = cpu.to("tpu")
     for kw in ({}, {"memory_format": torch.channels_last}):
         got, want = t.chalf(**kw), cpu.chalf(**kw)
-        assert got.device.type == "tpu" and got.shape == want.shape and got.stride() == want.stride()
+        assert (
+            got.device.type == "tpu" and got.shape == want.shape and got.stride() == want.stride()
+        )
         assert torch.equal(pairs(got), pairs(want))
     assert torch.equal(pairs(t.transpose(0, 3).chalf()), pairs(cpu.transpose(0, 3).chalf()))
     c = cpu.chalf()

@@ -5,9 +5,9 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
+from models import GPT, MLP
 
 import torch_tpu
-from models import GPT, MLP
 
 
 def train(model, batches, device, steps_per_epoch, epochs, lr=1e-3):
@@ -45,7 +45,9 @@ def compare(model_cpu, batches, steps, epochs, atol):
     assert l_tpu == pytest.approx(l_cpu, abs=atol, rel=atol)
     for (n, p_cpu), (_, p_tpu) in zip(m_cpu.named_parameters(), m_tpu.named_parameters()):
         assert p_tpu.device.type == "tpu"
-        torch.testing.assert_close(p_tpu.detach().cpu(), p_cpu.detach(), atol=atol, rtol=atol, msg=n)
+        torch.testing.assert_close(
+            p_tpu.detach().cpu(), p_cpu.detach(), atol=atol, rtol=atol, msg=n
+        )
     assert l_tpu[steps] < l_tpu[0]  # the same batch, one epoch later
     return compiles
 

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from ew_inputs import INF, NAN, SPECIAL, sample
 from op_check import check_op, noncontiguous
 

@@ -28,7 +28,9 @@ def make(shape, dtype=torch.float32, grad=True, seed=0):
 SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
-@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear"])
+@pytest.mark.parametrize(
+    "mode", ["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear"]
+)
 @pytest.mark.parametrize(
     "how",
     [
@@ -52,7 +54,11 @@ def test_interpolate(mode, how):
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_nearest_dims(n):
     shape = (2, 2) + (4, 3, 5)[:n]
-    for how in [{"scale_factor": 3.0}, {"size": (7, 2, 6)[:n]}, {"scale_factor": 2.1, "recompute_scale_factor": False}]:
+    for how in [
+        {"scale_factor": 3.0},
+        {"size": (7, 2, 6)[:n]},
+        {"scale_factor": 2.1, "recompute_scale_factor": False},
+    ]:
         for mode in ["nearest", "nearest-exact"]:
             check_op(lambda a: F.interpolate(a, mode=mode, **how), make(shape), grad=True)
 
@@ -77,7 +83,9 @@ def test_interpolate_uint8_nearest():
 def test_antialias_bilinear():
     for size in [(3, 2), (9, 11), (5, 4)]:
         for align in [False, True]:
-            fn = lambda a: F.interpolate(a, size=size, mode="bilinear", align_corners=align, antialias=True)  # noqa: E731
+            fn = lambda a: F.interpolate(
+                a, size=size, mode="bilinear", align_corners=align, antialias=True
+            )  # noqa: E731
             check_op(fn, make((2, 3, 7, 9)), grad=True)
 
 
@@ -93,13 +101,21 @@ def test_antialias_bilinear():
 )
 def test_pad(mode, shape, pad):
     check_op(lambda a: F.pad(a, pad, mode=mode), make(shape), grad=True)
-    check_op(lambda a: F.pad(a, pad, mode=mode), noncontiguous(make(shape, grad=False)).requires_grad_(), grad=True)
+    check_op(
+        lambda a: F.pad(a, pad, mode=mode),
+        noncontiguous(make(shape, grad=False)).requires_grad_(),
+        grad=True,
+    )
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate"])
 def test_pad_negative(mode):
     # A negative pad crops.
-    for shape, pad in [((2, 3, 8), (-2, 3)), ((2, 3, 6, 7), (-1, 2, 3, -2)), ((1, 2, 5, 6, 7), (-1, -1, 2, -3, 0, 1))]:
+    for shape, pad in [
+        ((2, 3, 8), (-2, 3)),
+        ((2, 3, 6, 7), (-1, 2, 3, -2)),
+        ((1, 2, 5, 6, 7), (-1, -1, 2, -3, 0, 1)),
+    ]:
         check_op(lambda a: F.pad(a, pad, mode=mode), make(shape), grad=True)
 
 
@@ -108,7 +124,12 @@ def test_pad_dtypes(dtype):
     x = make((2, 3, 5, 6), dtype=torch.float64, grad=False).mul(10).to(dtype)
     grad = dtype.is_floating_point
     for mode in ["reflect", "replicate"]:
-        check_op(lambda a: F.pad(a, (2, 1, 1, 3), mode=mode), x.clone().requires_grad_(grad), grad=grad, **tol(dtype))
+        check_op(
+            lambda a: F.pad(a, (2, 1, 1, 3), mode=mode),
+            x.clone().requires_grad_(grad),
+            grad=grad,
+            **tol(dtype),
+        )
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -118,7 +139,12 @@ def test_max_unpool(n):
     x = make((2, 3) + (8, 6, 4)[:n], grad=False)
     y, idx = pool(x, 2, return_indices=True)
     check_op(lambda a, i: unpool(a, i, 2), y.clone().requires_grad_(), idx, grad=True)
-    check_op(lambda a, i: unpool(a, i, 2, output_size=x.shape[2:]), y.clone().requires_grad_(), idx, grad=True)
+    check_op(
+        lambda a, i: unpool(a, i, 2, output_size=x.shape[2:]),
+        y.clone().requires_grad_(),
+        idx,
+        grad=True,
+    )
 
 
 def test_max_unpool_bad_index():
@@ -157,7 +183,12 @@ def test_channel_shuffle():
 def test_glu(dtype):
     for shape, dim in [((4, 6), -1), ((2, 4, 3), 1), ((6,), 0)]:
         check_op(lambda a: F.glu(a, dim), make(shape, dtype), grad=True, **tol(dtype))
-    check_op(lambda a: F.glu(a, -1), noncontiguous(make((3, 8), dtype, grad=False)).requires_grad_(), grad=True, **tol(dtype))
+    check_op(
+        lambda a: F.glu(a, -1),
+        noncontiguous(make((3, 8), dtype, grad=False)).requires_grad_(),
+        grad=True,
+        **tol(dtype),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
@@ -165,7 +196,13 @@ def test_prelu(dtype):
     x = make((2, 3, 4, 5), dtype)
     check_op(lambda a, w: F.prelu(a, w), x, make((3,), dtype, seed=1), grad=True, **tol(dtype))
     check_op(lambda a, w: F.prelu(a, w), x, make((1,), dtype, seed=1), grad=True, **tol(dtype))
-    check_op(lambda a, w: F.prelu(a, w), make((7,), dtype), make((1,), dtype, seed=1), grad=True, **tol(dtype))
+    check_op(
+        lambda a, w: F.prelu(a, w),
+        make((7,), dtype),
+        make((1,), dtype, seed=1),
+        grad=True,
+        **tol(dtype),
+    )
 
 
 def test_runs_natively():
@@ -207,7 +244,9 @@ def test_grid_sample_2d(mode, padding):
     x = make((2, 3, 5, 7))
     g = (make((2, 4, 6, 2), seed=1, grad=False) * 0.8).requires_grad_()
     for align in [False, True]:
-        fn = lambda a, gg: F.grid_sample(a, gg, mode=mode, padding_mode=padding, align_corners=align)  # noqa: E731
+        fn = lambda a, gg: F.grid_sample(
+            a, gg, mode=mode, padding_mode=padding, align_corners=align
+        )  # noqa: E731
         check_op(fn, x, g, grad=True, atol=1e-5, rtol=1e-5, **GRID_TOL)
 
 
@@ -216,7 +255,9 @@ def test_grid_sample_3d(mode):
     x = make((1, 2, 4, 5, 3))
     g = (make((1, 3, 2, 4, 3), seed=1, grad=False) * 0.9).requires_grad_()
     for padding in ["zeros", "border", "reflection"]:
-        fn = lambda a, gg: F.grid_sample(a, gg, mode=mode, padding_mode=padding, align_corners=False)  # noqa: E731
+        fn = lambda a, gg: F.grid_sample(
+            a, gg, mode=mode, padding_mode=padding, align_corners=False
+        )  # noqa: E731
         check_op(fn, x, g, grad=True, atol=1e-5, rtol=1e-5, **GRID_TOL)
 
 
@@ -232,12 +273,33 @@ def test_margin_losses(reduction):
     t = torch.tensor([0, 3, 4, 1])
     w = make((5,), seed=2, grad=False).abs()
     for p in [1, 2]:
-        check_op(lambda a, tt: F.multi_margin_loss(a, tt, p=p, margin=0.7, reduction=reduction), x, t, grad=True)
-        check_op(lambda a, tt, ww: F.multi_margin_loss(a, tt, p=p, weight=ww, reduction=reduction), x, t, w, grad=True)
-    check_op(lambda a, tt: F.multi_margin_loss(a, tt, reduction=reduction), make((5,)), torch.tensor([2]), grad=True)
+        check_op(
+            lambda a, tt: F.multi_margin_loss(a, tt, p=p, margin=0.7, reduction=reduction),
+            x,
+            t,
+            grad=True,
+        )
+        check_op(
+            lambda a, tt, ww: F.multi_margin_loss(a, tt, p=p, weight=ww, reduction=reduction),
+            x,
+            t,
+            w,
+            grad=True,
+        )
+    check_op(
+        lambda a, tt: F.multi_margin_loss(a, tt, reduction=reduction),
+        make((5,)),
+        torch.tensor([2]),
+        grad=True,
+    )
     mt = torch.tensor([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 0, 0, 0, 0], [4, 4, -1, 2, 2]])
     check_op(lambda a, tt: F.multilabel_margin_loss(a, tt, reduction=reduction), x, mt, grad=True)
     if reduction != "none":
         # (A single sample with reduction="none": PyTorch's meta kernel says shape [1] where its
         # CPU kernel returns a 0-d loss; the tpu follows the meta kernel.)
-        check_op(lambda a, tt: F.multilabel_margin_loss(a, tt, reduction=reduction), make((5,)), mt[0], grad=True)
+        check_op(
+            lambda a, tt: F.multilabel_margin_loss(a, tt, reduction=reduction),
+            make((5,)),
+            mt[0],
+            grad=True,
+        )

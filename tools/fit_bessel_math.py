@@ -38,7 +38,9 @@ def cheb_interp(g, n):
     vals = [g(u) for u in nodes]
     c = []
     for m in range(n + 1):
-        s = mp.fsum(vals[j] * mp.cos(mp.pi * m * (j + mp.mpf(1) / 2) / (n + 1)) for j in range(n + 1))
+        s = mp.fsum(
+            vals[j] * mp.cos(mp.pi * m * (j + mp.mpf(1) / 2) / (n + 1)) for j in range(n + 1)
+        )
         c.append(s * 2 / (n + 1))
     c[0] /= 2
     return c
@@ -72,7 +74,9 @@ def airy_fg(t):
     phi = zeta + mp.pi / 4
     ai, bi = mp.airyai(-t), mp.airybi(-t)
     scale = mp.sqrt(mp.pi) * t ** (mp.mpf(1) / 4)
-    return scale * (ai * mp.sin(phi) + bi * mp.cos(phi)), scale * (bi * mp.sin(phi) - ai * mp.cos(phi))
+    return scale * (ai * mp.sin(phi) + bi * mp.cos(phi)), scale * (
+        bi * mp.sin(phi) - ai * mp.cos(phi)
+    )
 
 
 def log_half(x):
@@ -84,12 +88,21 @@ SERIES = {
     "I0Large": (lambda x: mp.sqrt(x) * mp.besseli(0, x) * mp.exp(-x), lambda u: 16 / (u + 1)),
     "I1Small": (lambda x: mp.besseli(1, x) * mp.exp(-x / 2) / x, lambda u: 4 * (u + 1)),
     "I1Large": (lambda x: mp.sqrt(x) * mp.besseli(1, x) * mp.exp(-x), lambda u: 16 / (u + 1)),
-    "K0Small": (lambda x: mp.besselk(0, x) + log_half(x) * mp.besseli(0, x), lambda u: mp.sqrt(2 * (u + 1))),
+    "K0Small": (
+        lambda x: mp.besselk(0, x) + log_half(x) * mp.besseli(0, x),
+        lambda u: mp.sqrt(2 * (u + 1)),
+    ),
     "K0Large": (lambda x: mp.sqrt(x) * mp.exp(x) * mp.besselk(0, x), lambda u: 4 / (u + 1)),
-    "K1Small": (lambda x: x * (mp.besselk(1, x) - log_half(x) * mp.besseli(1, x)), lambda u: mp.sqrt(2 * (u + 1))),
+    "K1Small": (
+        lambda x: x * (mp.besselk(1, x) - log_half(x) * mp.besseli(1, x)),
+        lambda u: mp.sqrt(2 * (u + 1)),
+    ),
     "K1Large": (lambda x: mp.sqrt(x) * mp.exp(x) * mp.besselk(1, x), lambda u: 4 / (u + 1)),
     "J0Small": (lambda x: mp.besselj(0, x), lambda u: mp.sqrt(32 * (u + 1))),
-    "Y0Small": (lambda x: mp.bessely(0, x) - 2 / mp.pi * log_half(x) * mp.besselj(0, x), lambda u: mp.sqrt(32 * (u + 1))),
+    "Y0Small": (
+        lambda x: mp.bessely(0, x) - 2 / mp.pi * log_half(x) * mp.besselj(0, x),
+        lambda u: mp.sqrt(32 * (u + 1)),
+    ),
     "J1Small": (lambda x: mp.besselj(1, x) / x, lambda u: mp.sqrt(32 * (u + 1))),
     "Y1Small": (
         lambda x: (mp.bessely(1, x) - 2 / mp.pi * (log_half(x) * mp.besselj(1, x) - 1 / x)) / x,
@@ -97,7 +110,13 @@ SERIES = {
     ),
     "AiMid": (lambda x: mp.airyai(x), lambda u: 2 * u),
     "AiPos": (
-        lambda x: 2 * mp.sqrt(mp.pi) * x ** (mp.mpf(1) / 4) * mp.exp(mp.mpf(2) / 3 * x * mp.sqrt(x)) * mp.airyai(x),
+        lambda x: (
+            2
+            * mp.sqrt(mp.pi)
+            * x ** (mp.mpf(1) / 4)
+            * mp.exp(mp.mpf(2) / 3 * x * mp.sqrt(x))
+            * mp.airyai(x)
+        ),
         t_of_u,
     ),
     "AiNegF": (lambda t: airy_fg(t)[0], t_of_u),

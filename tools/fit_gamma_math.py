@@ -37,7 +37,12 @@ def max_rel_error(c, g):
         z = mp.mpf(z)
         t = z + g + mp.mpf(1) / 2
         s = c[0] + sum(c[k] / (z + k) for k in range(1, len(c)))
-        err = max(err, abs(mp.sqrt(2 * mp.pi) * t ** (z + mp.mpf(1) / 2) * mp.exp(-t) * s / mp.gamma(z + 1) - 1))
+        err = max(
+            err,
+            abs(
+                mp.sqrt(2 * mp.pi) * t ** (z + mp.mpf(1) / 2) * mp.exp(-t) * s / mp.gamma(z + 1) - 1
+            ),
+        )
     return err
 
 
@@ -60,7 +65,10 @@ def main():
             xs = np.linspace(0.5, 40, 400001).astype(np.float32)
             ref = np.array([math.lgamma(float(v)) for v in xs])
             err = np.abs(lgamma_f32(xs, [float(v) for v in c], g) - ref)
-            print("  float32 lgamma on [0.5, 40]: max error / tolerance", (err / (1e-5 + 1.3e-6 * np.abs(ref))).max())
+            print(
+                "  float32 lgamma on [0.5, 40]: max error / tolerance",
+                (err / (1e-5 + 1.3e-6 * np.abs(ref))).max(),
+            )
 
 
 if __name__ == "__main__":

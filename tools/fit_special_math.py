@@ -25,7 +25,9 @@ def cheb_interp(g, n):
     vals = [g(u) for u in nodes]
     c = []
     for m in range(n + 1):
-        s = mp.fsum(vals[j] * mp.cos(mp.pi * m * (j + mp.mpf(1) / 2) / (n + 1)) for j in range(n + 1))
+        s = mp.fsum(
+            vals[j] * mp.cos(mp.pi * m * (j + mp.mpf(1) / 2) / (n + 1)) for j in range(n + 1)
+        )
         c.append(s * 2 / (n + 1))
     c[0] /= 2
     return c
@@ -179,7 +181,11 @@ def main():
         tail = 1 - np.geomspace(eps / 2, 0.5, 1500)
         ys = np.concatenate([np.linspace(-0.9999, 0.9999, 4001), tail, -tail])
         ys = ys[np.abs(ys.astype(dt)) < 1]
-        print(tag, "erfinv max ulp", round(max_ulp(lambda y: erfinv(y, dt, tag), mp.erfinv, ys, dt), 2))
+        print(
+            tag,
+            "erfinv max ulp",
+            round(max_ulp(lambda y: erfinv(y, dt, tag), mp.erfinv, ys, dt), 2),
+        )
 
 
 if __name__ == "__main__":

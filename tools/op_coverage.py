@@ -50,7 +50,9 @@ def worker(args):
             out.write(json.dumps({"start": eid}) + "\n")
             out.flush()
             t0 = time.time()
-            rec = conf.check_entry(by_id[eid], dtypes=dtypes, modes=modes, max_samples=args.max_samples)
+            rec = conf.check_entry(
+                by_id[eid], dtypes=dtypes, modes=modes, max_samples=args.max_samples
+            )
             rec["seconds"] = round(time.time() - t0, 1)
             out.write(json.dumps(rec) + "\n")
             out.flush()
@@ -88,8 +90,17 @@ def sweep(ids, args, tmpdir):
             with open(idfile, "w") as f:
                 f.write("\n".join(chunk) + "\n")
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", idfile, "--out", outfile]
-            cmd += ["--modes", args.modes, "--dtypes", args.dtypes, "--max-samples", str(args.max_samples)]
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(outfile + ".err", "w"))
+            cmd += [
+                "--modes",
+                args.modes,
+                "--dtypes",
+                args.dtypes,
+                "--max-samples",
+                str(args.max_samples),
+            ]
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=open(outfile + ".err", "w")
+            )
             last_start, last_t = None, time.time()
             killed = None
             while proc.poll() is None:
@@ -104,7 +115,9 @@ def sweep(ids, args, tmpdir):
             started, done = _read_jsonl(outfile)
             for eid in done:
                 results[eid] = done[eid]
-                print(f"[{len(results)}/{len(ids)}] {eid}: {_conf.entry_class(done[eid])}", flush=True)
+                print(
+                    f"[{len(results)}/{len(ids)}] {eid}: {_conf.entry_class(done[eid])}", flush=True
+                )
             remaining = [e for e in chunk if e not in done]
             if not remaining:
                 break
@@ -157,7 +170,9 @@ def _first_error(rec, modes):
                 if r["status"] in ("fails", "fallback"):
                     extra = ""
                     if r["status"] == "fallback":
-                        extra = " (passes with fallback: " + ", ".join(r.get("fallback_ops", [])) + ")"
+                        extra = (
+                            " (passes with fallback: " + ", ".join(r.get("fallback_ops", [])) + ")"
+                        )
                     return f"{mode} {dt} {part}: {r.get('error', '')}{extra}"
     return ""
 
@@ -201,13 +216,18 @@ def render(results, meta):
         "  their definition (`tests/device_results.py`);",
         "- loosened tolerances, each measured against a float64 evaluation with",
         "  `tools/rounding_error.py` (`LOOSENED` in `tests/op_conformance.py`): "
-        + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in loosened if not closer(k, d)) + ";",
+        + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in loosened if not closer(k, d))
+        + ";",
         "- reduced-precision entries whose CPU kernel accumulates in that precision, where every",
         "  element that differs from CPU's must be at least as close as CPU's to a float64",
         "  evaluation (`CloserToFloat64`): "
-        + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in loosened if closer(k, d)) + ";",
+        + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in loosened if closer(k, d))
+        + ";",
         "- entries whose CPU result is wrong are skipped with the evidence (`CPU_WRONG`): "
-        + ", ".join(f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in sorted(conf.CPU_WRONG, key=lambda kd: kd[0])) + ".",
+        + ", ".join(
+            f"`{k}` {conf.DTYPE_NAMES[d]}" for k, d in sorted(conf.CPU_WRONG, key=lambda kd: kd[0])
+        )
+        + ".",
         "",
         f"- torch {meta['torch']}; swept modes: {', '.join(modes)}; dtypes: {', '.join(meta['dtypes'])}.",
         "- Status: `ok` native (passes with the CPU fallback off, fallback counter unmoved);",
@@ -218,7 +238,7 @@ def render(results, meta):
     lines += [
         "## Summary",
         "",
-        f"- ATen operator overloads with a PrivateUse1 kernel (dispatcher registrations, the CPU",
+        "- ATen operator overloads with a PrivateUse1 kernel (dispatcher registrations, the CPU",
         f"  fallback not counted): **{len(aten)}** ({total_regs} registrations in all).",
     ]
     recs = [results[k] for k in sorted(results)]
@@ -228,12 +248,29 @@ def render(results, meta):
             f"- {mode}: {len(recs)} entries: native {counts['native']}, fallback {counts['fallback']}, "
             f"fails {counts['fails']}, skipped {counts['skipped']}."
         )
-        f32 = [r for r in recs if (_status(r, mode, "f32", "forward") or {}).get("status") not in (None, "skipped")]
+        f32 = [
+            r
+            for r in recs
+            if (_status(r, mode, "f32", "forward") or {}).get("status") not in (None, "skipped")
+        ]
         fwd_ok = sum(1 for r in f32 if _status(r, mode, "f32", "forward")["status"] == "native")
-        grad = [r for r in f32 if (_status(r, mode, "f32", "backward") or {}).get("status") not in (None,)]
-        grad = [r for r in grad if _status(r, mode, "f32", "backward").get("reason") != "entry has no autograd"]
+        grad = [
+            r
+            for r in f32
+            if (_status(r, mode, "f32", "backward") or {}).get("status") not in (None,)
+        ]
+        grad = [
+            r
+            for r in grad
+            if _status(r, mode, "f32", "backward").get("reason") != "entry has no autograd"
+        ]
         bwd_ok = sum(1 for r in grad if _status(r, mode, "f32", "backward")["status"] == "native")
-        outs = [r for r in f32 if (_status(r, mode, "f32", "out") or {}).get("status") in ("native", "fallback", "fails")]
+        outs = [
+            r
+            for r in f32
+            if (_status(r, mode, "f32", "out") or {}).get("status")
+            in ("native", "fallback", "fails")
+        ]
         out_ok = sum(1 for r in outs if _status(r, mode, "f32", "out")["status"] == "native")
         pct = lambda a, b: f"{100.0 * a / b:.1f}%" if b else "n/a"  # noqa: E731
         lines += [
@@ -246,7 +283,11 @@ def render(results, meta):
         for dt in meta["dtypes"]:
             if dt == "f32":
                 continue
-            tested = [r for r in recs if (_status(r, mode, dt, "forward") or {}).get("status") not in (None, "skipped")]
+            tested = [
+                r
+                for r in recs
+                if (_status(r, mode, dt, "forward") or {}).get("status") not in (None, "skipped")
+            ]
             ok = sum(1 for r in tested if _status(r, mode, dt, "forward")["status"] == "native")
             lines.append(f"  - {dt} forward native: {ok} / {len(tested)} = {pct(ok, len(tested))}")
     # Most common missing lowerings.
@@ -264,14 +305,24 @@ def render(results, meta):
     if missing:
         lines += ["", "## Most wanted lowerings (entries that need them)", ""]
         lines.append(", ".join(f"`{op}` ({n})" for op, n in missing.most_common(60)))
-    lines += ["", "## Not native", "", f"Every part that is not native in {main} mode, with its first error.", ""]
+    lines += [
+        "",
+        "## Not native",
+        "",
+        f"Every part that is not native in {main} mode, with its first error.",
+        "",
+    ]
     for dt in meta["dtypes"]:
         for part in ("forward", "backward", "out"):
             bad = [(r["entry"], _status(r, main, dt, part)) for r in recs]
             bad = [(e, st) for e, st in bad if st and st["status"] in ("fallback", "fails")]
             if bad:
-                lines.append(f"- {dt} {part} ({len(bad)}): " + "; ".join(
-                    f"`{e}` {st['status']}: {_md(st.get('error', ''))[:120]}" for e, st in bad))
+                lines.append(
+                    f"- {dt} {part} ({len(bad)}): "
+                    + "; ".join(
+                        f"`{e}` {st['status']}: {_md(st.get('error', ''))[:120]}" for e, st in bad
+                    )
+                )
     lines += ["", "## Entries", ""]
     head = "| entry | dtypes passing (" + main + ") | fwd | bwd | out |"
     if len(modes) > 1:
@@ -280,7 +331,9 @@ def render(results, meta):
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     for r in recs:
         passing = [
-            dt for dt in meta["dtypes"] if (_status(r, main, dt, "forward") or {}).get("status") == "native"
+            dt
+            for dt in meta["dtypes"]
+            if (_status(r, main, dt, "forward") or {}).get("status") == "native"
         ]
         row = f"| `{r['entry']}` | {' '.join(passing)} | {_cell(_status(r, main, 'f32', 'forward'))} | "
         row += f"{_cell(_status(r, main, 'f32', 'backward'))} | {_cell(_status(r, main, 'f32', 'out'))} |"
@@ -314,21 +367,32 @@ def merge(stored, new, args):
             old["results"].setdefault(mode, {}).update(per_mode)
         old["seconds"] = rec.get("seconds")
     meta = stored["meta"]
-    for key, vals, order in (("modes", args.modes, ("strict", "fused", "debug")), ("dtypes", args.dtypes, DTYPES)):
+    for key, vals, order in (
+        ("modes", args.modes, ("strict", "fused", "debug")),
+        ("dtypes", args.dtypes, DTYPES),
+    ):
         have = set(meta.get(key, [])) | set(vals.split(","))
         meta[key] = [v for v in order if v in have]
     meta["max_samples"] = args.max_samples
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--ops", help="comma-separated entry ids or op names (default: all of op_db)")
     p.add_argument("--modes", default="strict", help="comma-separated eager modes (strict,fused)")
-    p.add_argument("--dtypes", default="f32,bf16,i64,bool", help="comma-separated: f32,bf16,i64,bool")
+    p.add_argument(
+        "--dtypes", default="f32,bf16,i64,bool", help="comma-separated: f32,bf16,i64,bool"
+    )
     p.add_argument("--max-samples", type=int, default=8, help="samples per entry and dtype")
     p.add_argument("--chunk", type=int, default=60, help="entries per worker process")
-    p.add_argument("--entry-timeout", type=float, default=600, help="seconds before an entry counts as hung")
-    p.add_argument("--render", action="store_true", help="only render docs/op_coverage.md from the results")
+    p.add_argument(
+        "--entry-timeout", type=float, default=600, help="seconds before an entry counts as hung"
+    )
+    p.add_argument(
+        "--render", action="store_true", help="only render docs/op_coverage.md from the results"
+    )
     p.add_argument("--results", default=RESULTS)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
@@ -358,9 +422,11 @@ def main():
     if not meta:
         raise SystemExit(f"no results in {args.results}: run a sweep first")
     meta["torch"] = torch.__version__
-    meta["command"] = "python tools/op_coverage.py" + (
-        f" --modes {','.join(meta['modes'])}" if meta["modes"] != ["strict"] else ""
-    ) + (f" --dtypes {','.join(meta['dtypes'])}" if meta["dtypes"] != list(DTYPES) else "")
+    meta["command"] = (
+        "python tools/op_coverage.py"
+        + (f" --modes {','.join(meta['modes'])}" if meta["modes"] != ["strict"] else "")
+        + (f" --dtypes {','.join(meta['dtypes'])}" if meta["dtypes"] != list(DTYPES) else "")
+    )
     meta["overloads"] = registered_overloads()
     render(stored["entries"], meta)
     print(f"wrote {DOC}")

@@ -17,29 +17,37 @@ def _autoload():
     """
 
 
-import torch  # noqa: E402
+import torch
 
 torch.utils.rename_privateuse1_backend("tpu")
 
-from torch_tpu import _C  # noqa: E402
-from torch_tpu import _plugin  # noqa: E402
+from torch_tpu import _C, _plugin
 
 _path, _error = _plugin.find_plugin()
 # Error locations name the innermost frame outside these packages.
-_C._set_internal_source_dirs([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
+_C._set_internal_source_dirs(
+    [os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep]
+)
 _C._configure_runtime(_path, _plugin.create_options(_path) if _path else {}, _error)
 _num_lowered_ops = _C._register()
 
-from torch_tpu import device as _device_module  # noqa: E402
-from torch_tpu import metrics  # noqa: E402
-from torch_tpu import cache  # noqa: E402
+from torch_tpu import cache, metrics
+from torch_tpu import device as _device_module
 
 torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
 
-__all__ = ["metrics", "cache", "sync", "set_eager_mode", "get_eager_mode", "eager_mode", "cpu_fallback"]
+__all__ = [
+    "metrics",
+    "cache",
+    "sync",
+    "set_eager_mode",
+    "get_eager_mode",
+    "eager_mode",
+    "cpu_fallback",
+]
 
 
 def sync():

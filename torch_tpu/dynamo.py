@@ -11,8 +11,8 @@ torch_tpu does not change the default backend for other devices.
 """
 
 import linecache
-import sys
 import re
+import sys
 import warnings
 
 import torch
@@ -172,9 +172,15 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
                 # Runs the recorded graph (asynchronously) whether or not it can be replayed.
                 why = replayable.end(outputs)
             if not why:
-                captured = (others, [_TENSOR if isinstance(o, torch.Tensor) else o for o in results])
+                captured = (
+                    others,
+                    [_TENSOR if isinstance(o, torch.Tensor) else o for o in results],
+                )
             elif _C._log_recompiles():
-                print(f"torch_tpu: compiled graph {name} is recorded again on every call: {why}", file=sys.stderr)
+                print(
+                    f"torch_tpu: compiled graph {name} is recorded again on every call: {why}",
+                    file=sys.stderr,
+                )
         return out
 
     return make_boxed_func(run)

@@ -25,8 +25,7 @@ class TpuAllocator final : public c10::DeviceAllocator {
     storage->device = current_device();
     uint64_t span = (static_cast<uint64_t>(nbytes) + 511) & ~uint64_t{255};
     void* address = reinterpret_cast<void*>(g_next_address.fetch_add(span));
-    return {address, storage, &delete_storage,
-            c10::Device(c10::DeviceType::PrivateUse1, storage->device)};
+    return {address, storage, &delete_storage, c10::Device(c10::DeviceType::PrivateUse1, storage->device)};
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
@@ -42,8 +41,8 @@ class TpuAllocator final : public c10::DeviceAllocator {
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex) override {
     runtime::MemoryStats m = runtime::memory_stats();
     c10::CachingDeviceAllocator::DeviceStats stats;
-    for (auto* arr : {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
-                      &stats.requested_bytes}) {
+    for (auto* arr :
+         {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes, &stats.requested_bytes}) {
       auto& s = (*arr)[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
       s.current = m.allocated_bytes;
       s.peak = m.peak_bytes;

@@ -4,13 +4,13 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/arange.h>
-#include <ATen/ops/linspace.h>
-#include <ATen/ops/logspace.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/conj_physical.h>
-#include <ATen/ops/neg.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eye.h>
+#include <ATen/ops/linspace.h>
+#include <ATen/ops/logspace.h>
+#include <ATen/ops/neg.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real.h>
@@ -31,9 +31,8 @@ c10::DeviceIndex device_index(std::optional<c10::Device> device) {
   return current_device();
 }
 
-at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
-                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>,
-                         std::optional<c10::Device> device, std::optional<bool>) {
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout>, std::optional<c10::Device> device, std::optional<bool>) {
   return empty_tpu(size, stride, dtype.value_or(c10::get_default_dtype_as_scalartype()),
                    device_index(device));
 }
@@ -43,10 +42,9 @@ at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                  std::optional<bool> /*pin*/, std::optional<c10::MemoryFormat> memory_format) {
   c10::DeviceIndex saved = current_device();
   set_current_device(device_index(device));
-  at::Tensor t = at::detail::empty_generic(size, tpu_allocator(),
-                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                           dtype.value_or(c10::get_default_dtype_as_scalartype()),
-                                           memory_format);
+  at::Tensor t =
+      at::detail::empty_generic(size, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                dtype.value_or(c10::get_default_dtype_as_scalartype()), memory_format);
   set_current_device(saved);
   return t;
 }
@@ -77,16 +75,16 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
   impl->set_sizes_contiguous(size);
   if (memory_format && *memory_format != c10::MemoryFormat::Preserve)
     impl->empty_tensor_restride(*memory_format);
-  size_t needed = at::detail::computeStorageNbytes(size, self.strides(), self.element_size(),
-                                                   self.storage_offset());
+  size_t needed =
+      at::detail::computeStorageNbytes(size, self.strides(), self.element_size(), self.storage_offset());
   grow_storage(self.storage(), needed);
   return self;
 }
 
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size,
                         c10::IntArrayRef stride) {
-  TORCH_CHECK(source.device_type() == c10::DeviceType::PrivateUse1,
-              "set_: expected a tpu storage but got ", source.device_type());
+  TORCH_CHECK(source.device_type() == c10::DeviceType::PrivateUse1, "set_: expected a tpu storage but got ",
+              source.device_type());
   self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
   self.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride, offset);
   size_t needed = at::detail::computeStorageNbytes(size, stride, self.element_size(), offset);
@@ -190,11 +188,11 @@ at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
       s->set_buffer(std::move(buffer), dtype);
       return dst;
     }
-    source = wrap_buffer(std::move(buffer), dst.sizes(), dense_strides(dst.sizes()),
-                         dst.scalar_type(), dst.device().index());
+    source = wrap_buffer(std::move(buffer), dst.sizes(), dense_strides(dst.sizes()), dst.scalar_type(),
+                         dst.device().index());
   }
-  TORCH_CHECK(source.device() == dst.device(), "copy_: expected both tensors on ", dst.device(),
-              " but got ", source.device());
+  TORCH_CHECK(source.device() == dst.device(), "copy_: expected both tensors on ", dst.device(), " but got ",
+              source.device());
   if (share_whole_storage(dst, source)) return dst;
   run_internal("torch_tpu::view_copy", {source}, {dst},
                {ir::Type{to_ir(source.scalar_type()), dst.sizes().vec()}}, dst.device().index());
@@ -213,14 +211,14 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
-  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
-              " elements cannot be converted to Scalar");
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
   return to_cpu(self).item();
 }
 
 // out= forms of the factories: the functional op in the out tensor's dtype, then resized into
 // it (their schemas differ from the functional ones, so register.cpp cannot pair them).
-at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
+at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step,
+                       at::Tensor& out) {
   return into(out, at::arange(start, end, step, out.options()));
 }
 
@@ -245,7 +243,9 @@ at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::Scala
 
 at::Tensor& eye_out(int64_t n, at::Tensor& out) { return into(out, at::eye(n, out.options())); }
 
-at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) { return into(out, at::eye(n, m, out.options())); }
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  return into(out, at::eye(n, m, out.options()));
+}
 
 }  // namespace
 

@@ -28,8 +28,8 @@ c10::DeviceIndex device_count() {
 namespace {
 
 void check_index(c10::DeviceIndex d) {
-  TORCH_CHECK(d >= 0 && d < device_count(), "Invalid device, tpu:", static_cast<int>(d),
-              " (there are ", static_cast<int>(device_count()), " tpu devices)");
+  TORCH_CHECK(d >= 0 && d < device_count(), "Invalid device, tpu:", static_cast<int>(d), " (there are ",
+              static_cast<int>(device_count()), " tpu devices)");
 }
 
 struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
@@ -48,12 +48,8 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     g_current_device = d.index();
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override { g_current_device = d.index(); }
-  c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
-  c10::Stream getDefaultStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
   c10::Stream exchangeStream(c10::Stream s) const override { return getStream(s.device()); }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
 

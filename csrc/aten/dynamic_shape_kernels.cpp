@@ -12,9 +12,11 @@ namespace tpu::aten {
 
 at::Tensor nonzero_kernel(const at::Tensor& self) {
   c10::DeviceIndex device = self.device().index();
-  at::Tensor count_t = run_internal("torch_tpu::count_nonzero", {self}, {}, {ir::Type{ir::DType::I64, {}}}, device)[0];
+  at::Tensor count_t =
+      run_internal("torch_tpu::count_nonzero", {self}, {}, {ir::Type{ir::DType::I64, {}}}, device)[0];
   int64_t count = to_cpu(count_t).item<int64_t>();
-  return run_internal("torch_tpu::nonzero", {self}, {}, {ir::Type{ir::DType::I64, {count, self.dim()}}}, device)[0];
+  return run_internal("torch_tpu::nonzero", {self}, {}, {ir::Type{ir::DType::I64, {count, self.dim()}}},
+                      device)[0];
 }
 
 // Boolean (or uint8) masks in an index list become the long indices of their true elements.
@@ -49,12 +51,14 @@ at::Tensor masked_select_kernel(const at::Tensor& self, const at::Tensor& mask) 
 }
 
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "masked_select(): self and result must have the same scalar type");
   return into(out, masked_select_kernel(self, mask));
 }
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type", out.scalar_type());
+  TORCH_CHECK(out.scalar_type() == at::kLong,
+              "nonzero: Expected out tensor to have scalar type Long but got scalar type", out.scalar_type());
   return into(out, nonzero_kernel(self));
 }
 
@@ -80,7 +84,8 @@ at::Tensor repeat_interleave_kernel(const at::Tensor& repeats, std::optional<c10
 // bincount(self, weights, minlength): the length max(self) + 1 (at least minlength) is read on
 // the host, as are PyTorch's checks on the values. Counts are int64; weights give float32 for
 // float32 weights and float64 otherwise, as on CPU.
-at::Tensor bincount_kernel(const at::Tensor& self, const std::optional<at::Tensor>& weights, c10::SymInt minlength_s) {
+at::Tensor bincount_kernel(const at::Tensor& self, const std::optional<at::Tensor>& weights,
+                           c10::SymInt minlength_s) {
   const int64_t minlength = minlength_s.expect_int();
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
   TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
@@ -95,8 +100,8 @@ at::Tensor bincount_kernel(const at::Tensor& self, const std::optional<at::Tenso
     TORCH_CHECK(host.min().item<int64_t>() >= 0, "bincount only supports 1-d non-negative integral inputs.");
     size = std::max(size, host.max().item<int64_t>() + 1);
   }
-  ir::DType dtype = !weighted ? ir::DType::I64
-                              : (weights->scalar_type() == at::kFloat ? ir::DType::F32 : ir::DType::F64);
+  ir::DType dtype =
+      !weighted ? ir::DType::I64 : (weights->scalar_type() == at::kFloat ? ir::DType::F32 : ir::DType::F64);
   std::vector<at::Tensor> inputs{self};
   if (weighted) inputs.push_back(*weights);
   return run_internal(weighted ? "torch_tpu::bincount_weighted" : "torch_tpu::bincount", inputs, {},
@@ -123,8 +128,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_runs(const at::Tensor& sel
   const int64_t n = rows.size(0);
   std::vector<ir::Type> types = {ir::Type{to_ir(self.scalar_type()), {count, rows.size(1)}},
                                  ir::Type{ir::DType::I64, {n}}, ir::Type{ir::DType::I64, {count}}};
-  std::vector<at::Tensor> r = run_internal(consecutive ? "torch_tpu::unique_consecutive" : "torch_tpu::unique", {rows}, {},
-                                           types, device);
+  std::vector<at::Tensor> r = run_internal(
+      consecutive ? "torch_tpu::unique_consecutive" : "torch_tpu::unique", {rows}, {}, types, device);
   at::Tensor values, inverse;
   if (dim) {
     int64_t d = c10::maybe_wrap_dim(*dim, self.dim());
@@ -153,7 +158,8 @@ std::tuple<at::Tensor, at::Tensor> unique1(const at::Tensor& self, bool, bool re
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
-                                                                  bool return_counts, std::optional<int64_t> dim) {
+                                                                  bool return_counts,
+                                                                  std::optional<int64_t> dim) {
   return unique_runs(self, true, dim, return_inverse, return_counts);
 }
 

@@ -63,8 +63,8 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
   std::lock_guard<std::mutex> lock(mutex);
   if (device < 0) device = current_device();
   while (static_cast<c10::DeviceIndex>(generators.size()) <= device)
-    generators.push_back(at::make_generator<TpuGeneratorImpl>(
-        static_cast<c10::DeviceIndex>(generators.size())));
+    generators.push_back(
+        at::make_generator<TpuGeneratorImpl>(static_cast<c10::DeviceIndex>(generators.size())));
   return generators[device];
 }
 

@@ -58,7 +58,8 @@ std::string ReplayableGraph::end(const std::vector<at::Tensor>& outputs) {
   }
   // Runs the recorded graph even when it cannot be captured.
   std::string capture_why;
-  std::shared_ptr<exec::CapturedGraph> g = exec::end_capture(why.empty() ? out_storages : std::vector<exec::Storage*>{}, capture_why);
+  std::shared_ptr<exec::CapturedGraph> g =
+      exec::end_capture(why.empty() ? out_storages : std::vector<exec::Storage*>{}, capture_why);
   if (!why.empty()) return why;
   if (sig.empty()) return "an input is not a tpu tensor";
   if (!g) return capture_why;
@@ -78,7 +79,8 @@ std::string ReplayableGraph::end(const std::vector<at::Tensor>& outputs) {
     o.dtype = t.scalar_type();
     c.outputs.push_back(std::move(o));
   }
-  auto same = std::find_if(captures_.begin(), captures_.end(), [&](const Capture& x) { return x.layout == c.layout; });
+  auto same = std::find_if(captures_.begin(), captures_.end(),
+                           [&](const Capture& x) { return x.layout == c.layout; });
   if (same != captures_.end()) captures_.erase(same);
   if (captures_.size() >= kMaxCaptures) captures_.pop_back();
   captures_.insert(captures_.begin(), std::move(c));
@@ -88,7 +90,8 @@ std::string ReplayableGraph::end(const std::vector<at::Tensor>& outputs) {
 std::optional<std::vector<at::Tensor>> ReplayableGraph::replay(const std::vector<at::Tensor>& inputs) {
   std::vector<exec::Storage*> storages;
   std::string sig = layout(inputs, storages);
-  auto c = std::find_if(captures_.begin(), captures_.end(), [&](const Capture& x) { return x.layout == sig; });
+  auto c =
+      std::find_if(captures_.begin(), captures_.end(), [&](const Capture& x) { return x.layout == sig; });
   if (sig.empty() || c == captures_.end()) return std::nullopt;
   const exec::CapturedGraph& graph = *c->graph;
   std::vector<runtime::BufferPtr> live = exec::replay(graph, storages);
@@ -99,9 +102,9 @@ std::optional<std::vector<at::Tensor>> ReplayableGraph::replay(const std::vector
   for (const Output& o : c->outputs) {
     at::Tensor base;
     if (o.input >= 0) {
-      base = inputs[std::find_if(inputs.begin(), inputs.end(), [&](const at::Tensor& t) {
-                       return storage_of(t) == storages[o.input];
-                     }) - inputs.begin()];
+      base = inputs[std::find_if(inputs.begin(), inputs.end(),
+                                 [&](const at::Tensor& t) { return storage_of(t) == storages[o.input]; }) -
+                    inputs.begin()];
     } else {
       if (!bases[o.live].defined()) {
         const int64_t numel = graph.program->plan.new_outputs[o.live].sizes.at(0);

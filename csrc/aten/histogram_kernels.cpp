@@ -34,18 +34,21 @@ void check_input(const at::Tensor& self) {
 
 void check_weight(const at::Tensor& x, const std::optional<at::Tensor>& weight) {
   if (!weight.has_value() || !weight->defined()) return;
-  TORCH_CHECK(weight->scalar_type() == x.scalar_type(),
-              "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same "
-              "dtype, but got input(",
-              c10::toString(x.scalar_type()), "), and weight(", c10::toString(weight->scalar_type()), ")");
-  TORCH_CHECK(weight->sizes() == x.sizes().slice(0, x.dim() - 1) || weight->numel() == x.size(0),
-              "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
-              "excluding its innermost dimension, but got input with shape ",
-              x.sizes(), " and weight with shape ", weight->sizes());
+  TORCH_CHECK(
+      weight->scalar_type() == x.scalar_type(),
+      "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same "
+      "dtype, but got input(",
+      c10::toString(x.scalar_type()), "), and weight(", c10::toString(weight->scalar_type()), ")");
+  TORCH_CHECK(
+      weight->sizes() == x.sizes().slice(0, x.dim() - 1) || weight->numel() == x.size(0),
+      "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
+      "excluding its innermost dimension, but got input with shape ",
+      x.sizes(), " and weight with shape ", weight->sizes());
 }
 
 // The outer edges of each of the D dimensions of x [N, D].
-std::vector<std::pair<double, double>> outer_edges(const at::Tensor& x, std::optional<at::ArrayRef<double>> range) {
+std::vector<std::pair<double, double>> outer_edges(const at::Tensor& x,
+                                                   std::optional<at::ArrayRef<double>> range) {
   const int64_t dims = x.size(1);
   std::vector<std::pair<double, double>> edges(dims, {0.0, 1.0});  // no range, no elements
   if (range.has_value()) {
@@ -59,8 +62,8 @@ std::vector<std::pair<double, double>> outer_edges(const at::Tensor& x, std::opt
   }
   for (int64_t d = 0; d < dims; ++d) {
     auto& [lo, hi] = edges[d];
-    TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogramdd: dimension ", d, "'s range [", lo, ", ",
-                hi, "] is not finite");
+    TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogramdd: dimension ", d, "'s range [", lo,
+                ", ", hi, "] is not finite");
     TORCH_CHECK(lo <= hi, "torch.histogramdd: min should not exceed max, but got min ", lo, " max ", hi,
                 " for dimension ", d);
     if (lo == hi) {
@@ -77,13 +80,15 @@ at::Tensor as_points(const at::Tensor& self) {
   return self.reshape({-1, self.size(-1)});
 }
 
-std::vector<at::Tensor> bin_edges(const at::Tensor& self, at::IntArrayRef bins, std::optional<at::ArrayRef<double>> range) {
+std::vector<at::Tensor> bin_edges(const at::Tensor& self, at::IntArrayRef bins,
+                                  std::optional<at::ArrayRef<double>> range) {
   check_input(self);
   at::Tensor x = as_points(self);
   TORCH_CHECK(static_cast<int64_t>(bins.size()) == x.size(1),
               "histogramdd: The size of bins must be equal to the innermost dimension of the input.");
   for (size_t d = 0; d < bins.size(); ++d)
-    TORCH_CHECK(bins[d] > 0, "torch.histogramdd(): bins must be > 0, but got ", bins[d], " for dimension ", d);
+    TORCH_CHECK(bins[d] > 0, "torch.histogramdd(): bins must be > 0, but got ", bins[d], " for dimension ",
+                d);
   std::vector<at::Tensor> edges;
   auto outer = outer_edges(x, range);
   for (size_t d = 0; d < bins.size(); ++d)
@@ -109,8 +114,9 @@ at::Tensor counts(const at::Tensor& self, const std::vector<at::Tensor>& edges,
       const int64_t nbins = e.numel() - 1;
       at::Tensor v = x.select(1, d);
       inside = inside.logical_and(v.ge(e[0])).logical_and(v.le(e[nbins]));
-      at::Tensor bin = (at::searchsorted(e.contiguous(), v.contiguous(), /*out_int32=*/false, /*right=*/true) - 1)
-                           .clamp(0, nbins - 1);
+      at::Tensor bin =
+          (at::searchsorted(e.contiguous(), v.contiguous(), /*out_int32=*/false, /*right=*/true) - 1)
+              .clamp(0, nbins - 1);
       flat = flat + bin * stride;
       stride *= nbins;
     }
@@ -146,8 +152,9 @@ std::tuple<at::Tensor, at::Tensor> histogram_bin_ct(const at::Tensor& self, int6
 
 std::tuple<at::Tensor&, at::Tensor&> histogram_bin_ct_out(const at::Tensor& self, int64_t bins,
                                                           std::optional<at::ArrayRef<double>> range,
-                                                          const std::optional<at::Tensor>& weight, bool density,
-                                                          at::Tensor& hist, at::Tensor& bin_edges) {
+                                                          const std::optional<at::Tensor>& weight,
+                                                          bool density, at::Tensor& hist,
+                                                          at::Tensor& bin_edges) {
   auto [h, e] = histogram_bin_ct(self, bins, range, weight, density);
   into(hist, h);
   into(bin_edges, e);

@@ -59,9 +59,9 @@ bool is_vector_rhs(const at::Tensor& a, const at::Tensor& b) {
   return b.dim() == a.dim() - 1 && b.sizes() == a.sizes().slice(0, a.dim() - 1);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lstsq_by_qr(const at::Tensor& self, const at::Tensor& other,
-                                                                        std::optional<double> rcond,
-                                                                        std::optional<c10::string_view> driver_arg) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lstsq_by_qr(
+    const at::Tensor& self, const at::Tensor& other, std::optional<double> rcond,
+    std::optional<c10::string_view> driver_arg) {
   TORCH_CHECK(self.dim() >= 2, "torch.linalg.lstsq: input must have at least 2 dimensions.");
   TORCH_CHECK(other.dim() >= 1, "torch.linalg.lstsq: other must have at least 1 dimension.");
   TORCH_CHECK(self.scalar_type() == other.scalar_type(),
@@ -70,7 +70,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lstsq_by_qr(const at:
   TORCH_CHECK(self.dim() - other.dim() <= 1 && self.dim() >= other.dim(),
               "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and (input.dim() - "
               "other.dim()) <= 1");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "This function doesn't handle types other than float and double");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "This function doesn't handle types other than float and double");
   std::string driver = driver_arg ? std::string(*driver_arg) : "gelsy";
   TORCH_CHECK(driver == "gels" || driver == "gelsy" || driver == "gelsd" || driver == "gelss",
               "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
@@ -80,7 +81,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lstsq_by_qr(const at:
               vector ? "torch.linalg.lstsq: input.size(-2) should match other.size(-1)"
                      : "torch.linalg.lstsq: input.size(-2) should match other.size(-2)");
   const int64_t m = self.size(-2), n = self.size(-1), k = b.size(-1);
-  std::vector<int64_t> batch = at::infer_size(self.sizes().slice(0, self.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+  std::vector<int64_t> batch =
+      at::infer_size(self.sizes().slice(0, self.dim() - 2), b.sizes().slice(0, b.dim() - 2));
   auto with = [&](std::initializer_list<int64_t> tail) {
     std::vector<int64_t> s = batch;
     s.insert(s.end(), tail);

@@ -31,12 +31,14 @@ namespace {
 
 // The dtype checks of PyTorch's CPU convolution kernels, with their messages (_convolution
 // leaves dtype checks to the backend).
-void check_conv_types(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+void check_conv_types(const at::Tensor& input, const at::Tensor& weight,
+                      const std::optional<at::Tensor>& bias) {
   TORCH_CHECK(input.scalar_type() == weight.scalar_type(), "expected scalar type ", input.scalar_type(),
               " but found ", weight.scalar_type());
   TORCH_CHECK(!bias || !bias->defined() || input.scalar_type() == bias->scalar_type(), "Input type (",
               input.dtype(), ") and bias type (", bias->dtype(), ") should be the same");
-  TORCH_CHECK_NOT_IMPLEMENTED(input.scalar_type() != at::kBool, "\"convolution_tpu\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(input.scalar_type() != at::kBool,
+                              "\"convolution_tpu\" not implemented for 'Bool'");
 }
 
 int64_t param(at::IntArrayRef v, size_t i, int64_t fill) {
@@ -91,9 +93,10 @@ at::Tensor convolution_overrideable_meta(const at::Tensor& input, const at::Tens
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable_meta(
-    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef /*stride*/,
-    at::IntArrayRef /*padding*/, at::IntArrayRef /*dilation*/, bool /*transposed*/, at::IntArrayRef /*output_padding*/,
-    int64_t /*groups*/, std::array<bool, 3> output_mask) {
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    at::IntArrayRef /*stride*/, at::IntArrayRef /*padding*/, at::IntArrayRef /*dilation*/,
+    bool /*transposed*/, at::IntArrayRef /*output_padding*/, int64_t /*groups*/,
+    std::array<bool, 3> output_mask) {
   check_conv_types(input, weight, std::nullopt);
   at::Tensor gi, gw, gb;
   if (output_mask[0]) gi = at::empty(input.sizes(), grad_output.options());
@@ -104,11 +107,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
     const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
-    double momentum, double eps) {
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    bool training, double momentum, double eps) {
   bool has_mean = running_mean && running_mean->defined();
   bool has_var = running_var && running_var->defined();
-  TORCH_CHECK_VALUE(has_mean == has_var, "running_mean and running_var must either both be None or neither be None");
+  TORCH_CHECK_VALUE(has_mean == has_var,
+                    "running_mean and running_var must either both be None or neither be None");
   if (!has_mean) {
     TORCH_CHECK(training, "running_mean and running_var must be defined in evaluation mode");
     return at::_native_batch_norm_legit(input, weight, bias, training, momentum, eps);
@@ -122,7 +126,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
 // (native_batch_norm is glue itself; _native_batch_norm_legit.out also writes running_mean/var,
 // so register.cpp does not pair either with a functional).
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> into3(std::tuple<at::Tensor, at::Tensor, at::Tensor> r,
-                                                         at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+                                                        at::Tensor& out, at::Tensor& save_mean,
+                                                        at::Tensor& save_invstd) {
   into(out, std::get<0>(r));
   into(save_mean, std::get<1>(r));
   into(save_invstd, std::get<2>(r));
@@ -131,25 +136,29 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> into3(std::tuple<at::Tensor, a
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_out(
     const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
-    double momentum, double eps, at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
-  return into3(native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps), out,
-               save_mean, save_invstd);
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    bool training, double momentum, double eps, at::Tensor& out, at::Tensor& save_mean,
+    at::Tensor& save_invstd) {
+  return into3(native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps),
+               out, save_mean, save_invstd);
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_legit_out(
     const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    at::Tensor& running_mean, at::Tensor& running_var, bool training, double momentum, double eps, at::Tensor& out,
-    at::Tensor& save_mean, at::Tensor& save_invstd) {
-  return into3(at::_native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps),
-               out, save_mean, save_invstd);
+    at::Tensor& running_mean, at::Tensor& running_var, bool training, double momentum, double eps,
+    at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+  return into3(
+      at::_native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps),
+      out, save_mean, save_invstd);
 }
 
 // The margin losses' backward ops have no meta kernel either; their gradient is shaped like self
 // (contiguous, as the CPU kernels return it).
 at::Tensor multi_margin_loss_backward_meta(const at::Tensor& /*grad_output*/, const at::Tensor& self,
-                                           const at::Tensor& /*target*/, const at::Scalar& /*p*/, const at::Scalar& /*margin*/,
-                                           const std::optional<at::Tensor>& /*weight*/, int64_t /*reduction*/) {
+                                           const at::Tensor& /*target*/, const at::Scalar& /*p*/,
+                                           const at::Scalar& /*margin*/,
+                                           const std::optional<at::Tensor>& /*weight*/,
+                                           int64_t /*reduction*/) {
   return at::empty(self.sizes(), self.options());
 }
 
@@ -159,10 +168,11 @@ at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor& /*grad_output*
   return at::empty(self.sizes(), self.options());
 }
 
-at::Tensor ctc_loss_backward_meta(const at::Tensor& /*grad*/, const at::Tensor& log_probs, const at::Tensor& /*targets*/,
-                                  at::IntArrayRef /*input_lengths*/, at::IntArrayRef /*target_lengths*/,
-                                  const at::Tensor& /*neg_log_likelihood*/, const at::Tensor& /*log_alpha*/, int64_t /*blank*/,
-                                  bool /*zero_infinity*/) {
+at::Tensor ctc_loss_backward_meta(const at::Tensor& /*grad*/, const at::Tensor& log_probs,
+                                  const at::Tensor& /*targets*/, at::IntArrayRef /*input_lengths*/,
+                                  at::IntArrayRef /*target_lengths*/,
+                                  const at::Tensor& /*neg_log_likelihood*/, const at::Tensor& /*log_alpha*/,
+                                  int64_t /*blank*/, bool /*zero_infinity*/) {
   return at::empty(log_probs.sizes(), log_probs.options());
 }
 

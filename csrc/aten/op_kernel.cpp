@@ -90,8 +90,10 @@ struct Unpacked {
 void note_device(Unpacked& u, const at::Tensor& t, const std::string& op) {
   c10::DeviceIndex d = t.device().index();
   if (u.device < 0) u.device = d;
-  TORCH_CHECK(u.device == d, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
-              static_cast<int>(u.device), " and tpu:", static_cast<int>(d), "! (when checking arguments for ", op, ")");
+  TORCH_CHECK(u.device == d,
+              "Expected all tensors to be on the same device, but found at least two devices, tpu:",
+              static_cast<int>(u.device), " and tpu:", static_cast<int>(d), "! (when checking arguments for ",
+              op, ")");
 }
 
 int tensor_view(Unpacked& u, const at::Tensor& t, const std::string& op) {
@@ -140,7 +142,8 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
       a.kind = Arg::Kind::TensorList;
       const auto& list = v.toListRef();
       auto cpu_scalar = [](const c10::IValue& e) {
-        return e.isTensor() && e.toTensor().defined() && e.toTensor().device().is_cpu() && e.toTensor().dim() == 0;
+        return e.isTensor() && e.toTensor().defined() && e.toTensor().device().is_cpu() &&
+               e.toTensor().dim() == 0;
       };
       if (!list.empty() && std::all_of(list.begin(), list.end(), cpu_scalar)) {
         // A list of CPU 0-d tensors (a compiled optimizer's per-parameter bias corrections)
@@ -177,7 +180,9 @@ void unpack_arg(Unpacked& u, const OpBinding& bind, int index, const c10::Argume
       } else {
         // bool[] (e.g. output_mask) arrives as 0/1.
         for (const c10::IValue& e : v.toListRef())
-          a.ints.push_back(e.isInt() ? e.toInt() : e.isBool() ? e.toBool() : e.toSymInt().guard_int(__FILE__, __LINE__));
+          a.ints.push_back(e.isInt()    ? e.toInt()
+                           : e.isBool() ? e.toBool()
+                                        : e.toSymInt().guard_int(__FILE__, __LINE__));
       }
     }
   } else if (kind == c10::TypeKind::NumberType || kind == c10::TypeKind::FloatType) {
@@ -234,7 +239,8 @@ c10::IValue to_meta(const c10::IValue& v) {
   if (v.isOptionalTensorList()) {
     c10::List<std::optional<at::Tensor>> out;
     for (const c10::IValue& e : v.toListRef())
-      out.push_back(e.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(to_meta(e.toTensor())));
+      out.push_back(e.isNone() ? std::optional<at::Tensor>()
+                               : std::optional<at::Tensor>(to_meta(e.toTensor())));
     return out;
   }
   if (v.isDevice() && v.toDevice().type() == c10::DeviceType::PrivateUse1) return c10::Device(c10::kMeta);
@@ -269,8 +275,7 @@ ir::Type type_of(const at::Tensor& t) { return ir::Type{to_ir(t.scalar_type()), 
 
 exec::OutputPlan::NewOutput new_output(const at::Tensor& m) {
   std::vector<int64_t> strides = m.strides().vec();
-  if (lowering::dense_permutation(m.sizes().vec(), strides).empty())
-    strides = dense_strides(m.sizes());
+  if (lowering::dense_permutation(m.sizes().vec(), strides).empty()) strides = dense_strides(m.sizes());
   return {m.sizes().vec(), strides, to_ir(m.scalar_type())};
 }
 
@@ -470,9 +475,9 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
   u.call.random = bind.lowering->random || bind.generator_arg >= 0;
 
   std::string key = u.call.key();
-  exec::CompiledOpPtr compiled = exec::find_or_compile(u.call, key, [&] {
-    return plan_outputs(op, bind, std::vector<c10::IValue>(args_begin, stack->end()));
-  }, !fused_mode());
+  exec::CompiledOpPtr compiled = exec::find_or_compile(
+      u.call, key, [&] { return plan_outputs(op, bind, std::vector<c10::IValue>(args_begin, stack->end())); },
+      !fused_mode());
   if (u.call.random) {
     at::Generator gen = u.generator ? *u.generator : default_generator(u.device);
     TORCH_CHECK(gen.device().type() == c10::DeviceType::PrivateUse1,

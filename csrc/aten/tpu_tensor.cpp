@@ -15,23 +15,39 @@ using ir::DType;
 
 ir::DType to_ir(c10::ScalarType t) {
   switch (t) {
-    case c10::kBool: return DType::Bool;
-    case c10::kByte: return DType::U8;
-    case c10::kChar: return DType::I8;
-    case c10::kShort: return DType::I16;
-    case c10::kInt: return DType::I32;
-    case c10::kLong: return DType::I64;
-    case c10::kUInt16: return DType::U16;
-    case c10::kUInt32: return DType::U32;
-    case c10::kUInt64: return DType::U64;
-    case c10::kHalf: return DType::F16;
-    case c10::kBFloat16: return DType::BF16;
-    case c10::kFloat: return DType::F32;
-    case c10::kDouble: return DType::F64;
-    case c10::kComplexFloat: return DType::C64;
-    case c10::kComplexDouble: return DType::C128;
+    case c10::kBool:
+      return DType::Bool;
+    case c10::kByte:
+      return DType::U8;
+    case c10::kChar:
+      return DType::I8;
+    case c10::kShort:
+      return DType::I16;
+    case c10::kInt:
+      return DType::I32;
+    case c10::kLong:
+      return DType::I64;
+    case c10::kUInt16:
+      return DType::U16;
+    case c10::kUInt32:
+      return DType::U32;
+    case c10::kUInt64:
+      return DType::U64;
+    case c10::kHalf:
+      return DType::F16;
+    case c10::kBFloat16:
+      return DType::BF16;
+    case c10::kFloat:
+      return DType::F32;
+    case c10::kDouble:
+      return DType::F64;
+    case c10::kComplexFloat:
+      return DType::C64;
+    case c10::kComplexDouble:
+      return DType::C128;
     case c10::kComplexHalf:
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu stores ComplexHalf tensors but computes only copies, "
+      TORCH_CHECK_NOT_IMPLEMENTED(false,
+                                  "torch_tpu stores ComplexHalf tensors but computes only copies, "
                                   "conversions and views of them (XLA has no complex32 type); "
                                   "convert with .cfloat() first");
     default:
@@ -41,21 +57,36 @@ ir::DType to_ir(c10::ScalarType t) {
 
 c10::ScalarType to_torch(ir::DType t) {
   switch (t) {
-    case DType::Bool: return c10::kBool;
-    case DType::U8: return c10::kByte;
-    case DType::I8: return c10::kChar;
-    case DType::I16: return c10::kShort;
-    case DType::I32: return c10::kInt;
-    case DType::I64: return c10::kLong;
-    case DType::U16: return c10::kUInt16;
-    case DType::U32: return c10::kUInt32;
-    case DType::U64: return c10::kUInt64;
-    case DType::F16: return c10::kHalf;
-    case DType::BF16: return c10::kBFloat16;
-    case DType::F32: return c10::kFloat;
-    case DType::F64: return c10::kDouble;
-    case DType::C64: return c10::kComplexFloat;
-    case DType::C128: return c10::kComplexDouble;
+    case DType::Bool:
+      return c10::kBool;
+    case DType::U8:
+      return c10::kByte;
+    case DType::I8:
+      return c10::kChar;
+    case DType::I16:
+      return c10::kShort;
+    case DType::I32:
+      return c10::kInt;
+    case DType::I64:
+      return c10::kLong;
+    case DType::U16:
+      return c10::kUInt16;
+    case DType::U32:
+      return c10::kUInt32;
+    case DType::U64:
+      return c10::kUInt64;
+    case DType::F16:
+      return c10::kHalf;
+    case DType::BF16:
+      return c10::kBFloat16;
+    case DType::F32:
+      return c10::kFloat;
+    case DType::F64:
+      return c10::kDouble;
+    case DType::C64:
+      return c10::kComplexFloat;
+    case DType::C128:
+      return c10::kComplexDouble;
   }
   return c10::kFloat;
 }
@@ -100,8 +131,7 @@ at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::Scal
   c10::DeviceIndex saved = current_device();
   set_current_device(device);
   at::Tensor t = at::detail::empty_strided_generic(sizes, strides, tpu_allocator(),
-                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                                   dtype);
+                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
   set_current_device(saved);
   return t;
 }
@@ -147,8 +177,7 @@ at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::I
 
 std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Tensor>& inputs,
                                      const std::vector<at::Tensor>& written,
-                                     const std::vector<ir::Type>& result_types,
-                                     c10::DeviceIndex device) {
+                                     const std::vector<ir::Type>& result_types, c10::DeviceIndex device) {
   const lowering::Lowering* l = lowering::find_lowering(name);
   TORCH_INTERNAL_ASSERT(l != nullptr, "missing internal lowering ", name);
   exec::OpCall call;
@@ -173,15 +202,18 @@ std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Ten
   }
   call.args.push_back(types);
   std::string key = call.key();
-  exec::CompiledOpPtr op = exec::find_or_compile(call, key, [&] {
-    exec::OutputPlan plan;
-    plan.result_types = result_types;
-    for (size_t k = written.size(); k < result_types.size(); ++k) {
-      const ir::Type& t = result_types[k];
-      plan.new_outputs.push_back({t.shape, dense_strides(t.shape), t.dtype});
-    }
-    return plan;
-  }, !fused_mode());
+  exec::CompiledOpPtr op = exec::find_or_compile(
+      call, key,
+      [&] {
+        exec::OutputPlan plan;
+        plan.result_types = result_types;
+        for (size_t k = written.size(); k < result_types.size(); ++k) {
+          const ir::Type& t = result_types[k];
+          plan.new_outputs.push_back({t.shape, dense_strides(t.shape), t.dtype});
+        }
+        return plan;
+      },
+      !fused_mode());
   return run_op(op, call, key);
 }
 
@@ -216,9 +248,9 @@ at::Tensor to_cpu(const at::Tensor& t) {
   exec::Storage* s = storage_of(src);
   DType dtype = to_ir(t.scalar_type());
   runtime::BufferPtr buffer = exec::concrete_buffer(s);
-  bool whole = buffer && s->dtype == dtype &&
-               lowering::covers_storage({t.sizes().vec(), t.strides().vec(), t.storage_offset()},
-                                        s->numel_as(dtype));
+  bool whole =
+      buffer && s->dtype == dtype &&
+      lowering::covers_storage({t.sizes().vec(), t.strides().vec(), t.storage_offset()}, s->numel_as(dtype));
   if (!whole) {
     src = run_internal("torch_tpu::view_copy", {t}, {}, {ir::Type{dtype, t.sizes().vec()}},
                        t.device().index())[0];

@@ -46,7 +46,6 @@ at::Tensor& into(at::Tensor& out, const at::Tensor& result);
 // Runs an internal lowering (e.g. "torch_tpu::view_copy") over tpu tensors as a one-op program.
 std::vector<at::Tensor> run_internal(const char* lowering, const std::vector<at::Tensor>& inputs,
                                      const std::vector<at::Tensor>& written,
-                                     const std::vector<ir::Type>& result_types,
-                                     c10::DeviceIndex device);
+                                     const std::vector<ir::Type>& result_types, c10::DeviceIndex device);
 
 }  // namespace tpu::aten

@@ -27,8 +27,8 @@ void init_runtime(const std::string& plugin_path, const std::map<std::string, in
   std::lock_guard<std::mutex> lock(g_init_mutex);
   if (g_client) {
     if (plugin_path != g_plugin_path)
-      throw std::runtime_error("torch_tpu: the PJRT runtime is already initialised with '" +
-                               g_plugin_path + "'");
+      throw std::runtime_error("torch_tpu: the PJRT runtime is already initialised with '" + g_plugin_path +
+                               "'");
     return;
   }
   auto plugin = runtime::Plugin::load(plugin_path);
@@ -95,27 +95,41 @@ runtime::Client& client() {
 PJRT_Buffer_Type pjrt_type(ir::DType dtype) {
   using ir::DType;
   switch (dtype) {
-    case DType::Bool: return PJRT_Buffer_Type_PRED;
-    case DType::U8: return PJRT_Buffer_Type_U8;
-    case DType::I8: return PJRT_Buffer_Type_S8;
-    case DType::I16: return PJRT_Buffer_Type_S16;
-    case DType::I32: return PJRT_Buffer_Type_S32;
-    case DType::I64: return PJRT_Buffer_Type_S64;
-    case DType::U16: return PJRT_Buffer_Type_U16;
-    case DType::U32: return PJRT_Buffer_Type_U32;
-    case DType::U64: return PJRT_Buffer_Type_U64;
-    case DType::F16: return PJRT_Buffer_Type_F16;
-    case DType::BF16: return PJRT_Buffer_Type_BF16;
-    case DType::F32: return PJRT_Buffer_Type_F32;
-    case DType::F64: return PJRT_Buffer_Type_F64;
-    case DType::C64: return PJRT_Buffer_Type_C64;
-    case DType::C128: return PJRT_Buffer_Type_C128;
+    case DType::Bool:
+      return PJRT_Buffer_Type_PRED;
+    case DType::U8:
+      return PJRT_Buffer_Type_U8;
+    case DType::I8:
+      return PJRT_Buffer_Type_S8;
+    case DType::I16:
+      return PJRT_Buffer_Type_S16;
+    case DType::I32:
+      return PJRT_Buffer_Type_S32;
+    case DType::I64:
+      return PJRT_Buffer_Type_S64;
+    case DType::U16:
+      return PJRT_Buffer_Type_U16;
+    case DType::U32:
+      return PJRT_Buffer_Type_U32;
+    case DType::U64:
+      return PJRT_Buffer_Type_U64;
+    case DType::F16:
+      return PJRT_Buffer_Type_F16;
+    case DType::BF16:
+      return PJRT_Buffer_Type_BF16;
+    case DType::F32:
+      return PJRT_Buffer_Type_F32;
+    case DType::F64:
+      return PJRT_Buffer_Type_F64;
+    case DType::C64:
+      return PJRT_Buffer_Type_C64;
+    case DType::C128:
+      return PJRT_Buffer_Type_C128;
   }
   return PJRT_Buffer_Type_INVALID;
 }
 
-runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
-                          int device) {
+runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims, int device) {
   int64_t n = ir::itemsize(dtype);
   for (int64_t d : dims) n *= d;
   counters().h2d_transfers++;

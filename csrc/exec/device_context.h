@@ -22,8 +22,7 @@ runtime::Client& client();
 
 PJRT_Buffer_Type pjrt_type(ir::DType dtype);
 // Uploads dense host data; counts the transfer.
-runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
-                          int device);
+runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims, int device);
 // Downloads a whole buffer into `dst`; counts the transfer.
 void download(const runtime::Buffer& buffer, void* dst, size_t nbytes);
 

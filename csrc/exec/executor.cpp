@@ -8,8 +8,8 @@
 #include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
 #include "exec/fused_graph.h"
-#include "exec/recompile_log.h"
 #include "exec/metrics.h"
+#include "exec/recompile_log.h"
 
 namespace tpu::exec {
 
@@ -48,7 +48,8 @@ void track(const runtime::BufferPtr& b) {
     std::lock_guard<std::mutex> lock(g_pending_mutex);
     g_pending.push_back(std::move(done));
     if (g_pending.size() < 512) return;
-    finished.assign(std::make_move_iterator(g_pending.begin()), std::make_move_iterator(g_pending.begin() + 256));
+    finished.assign(std::make_move_iterator(g_pending.begin()),
+                    std::make_move_iterator(g_pending.begin() + 256));
     g_pending.erase(g_pending.begin(), g_pending.begin() + 256);
   }
   for (auto& e : finished) e.await();
@@ -84,7 +85,9 @@ void raise_failed_checks() {
   }
   for (const PendingCheck& c : checks)
     if (!check_passed(*c.ok))
-      throw CheckFailure(c.message + " (detected in an earlier op; set TORCH_TPU_LAUNCH_BLOCKING=1 to raise it at the op that caused it)");
+      throw CheckFailure(c.message +
+                         " (detected in an earlier op; set TORCH_TPU_LAUNCH_BLOCKING=1 to raise it at the op "
+                         "that caused it)");
 }
 
 void synchronize() {
@@ -103,11 +106,11 @@ void compile_into(CompiledOp& op, const std::string& mlir, const std::string& wh
   try {
     op.executable = client().compile(mlir);
   } catch (const std::exception& e) {
-    throw std::runtime_error("torch_tpu: compiling " + what + " failed: " + e.what() +
-                             "\n--- program ---\n" + mlir);
+    throw std::runtime_error("torch_tpu: compiling " + what + " failed: " + e.what() + "\n--- program ---\n" +
+                             mlir);
   }
-  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now() - t0).count();
+  auto nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   op.compile_seconds = nanos * 1e-9;
   counters().compiles++;
   counters().compile_nanos += nanos;
@@ -196,7 +199,8 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
       if (!check_passed(*outs[first_check + k])) throw CheckFailure(op.layout.check_messages[k]);
   } else {
     if (!outs.empty()) track(outs[0]);
-    queue_checks(op.layout.check_messages, std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
+    queue_checks(op.layout.check_messages,
+                 std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
   }
   outs.resize(first_check);
   const size_t num_written = op.layout.written_storages.size();

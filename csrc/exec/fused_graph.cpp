@@ -7,10 +7,10 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
 #include "exec/executor.h"
 #include "exec/metrics.h"
-#include "exec/compiled_op_store.h"
 #include "exec/op_program.h"
 #include "exec/recompile_log.h"
 #include "lowering/hlo.h"
@@ -26,12 +26,12 @@ struct Source {
 };
 
 struct Node {
-  std::string location;                            // user source line that recorded it
-  OpCall call;                                     // storages point at `snapshots`
-  std::vector<std::unique_ptr<Storage>> snapshots;  // storage metadata at record time
-  std::vector<Source> sources;                     // per storage slot
+  std::string location;                              // user source line that recorded it
+  OpCall call;                                       // storages point at `snapshots`
+  std::vector<std::unique_ptr<Storage>> snapshots;   // storage metadata at record time
+  std::vector<Source> sources;                       // per storage slot
   std::vector<std::weak_ptr<PendingValue>> outputs;  // written storages, then new outputs
-  std::shared_ptr<const CompiledOp> op;            // plan (and layout of a strict compile)
+  std::shared_ptr<const CompiledOp> op;              // plan (and layout of a strict compile)
   std::string key;
 };
 
@@ -60,7 +60,8 @@ struct Capture {
 Capture g_capture;
 
 void note_captured_run(const std::vector<Node>& nodes, const CompiledOpPtr& program,
-                       const std::vector<runtime::BufferPtr>& params, const std::vector<runtime::BufferPtr>& keep,
+                       const std::vector<runtime::BufferPtr>& params,
+                       const std::vector<runtime::BufferPtr>& keep,
                        const std::vector<std::pair<int, int>>& aliases,
                        const std::vector<std::shared_ptr<PendingValue>>& live, int device) {
   Capture& c = g_capture;
@@ -99,10 +100,13 @@ std::vector<int> unique_written_storages(const OpCall& call) {
 
 // Launches a fused program (asynchronously) and queues its runtime-check flags; returns the
 // buffers of its live values (the outputs before the flags).
-std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program, const std::vector<PJRT_Buffer*>& args, int device,
-                                        size_t num_aliases, const std::vector<int64_t>& non_donatable) {
+std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program,
+                                               const std::vector<PJRT_Buffer*>& args, int device,
+                                               size_t num_aliases,
+                                               const std::vector<int64_t>& non_donatable) {
   counters().donated_buffers += num_aliases - non_donatable.size();
-  std::vector<runtime::BufferPtr> outs = program.executable->execute(args, client().device(device), non_donatable);
+  std::vector<runtime::BufferPtr> outs =
+      program.executable->execute(args, client().device(device), non_donatable);
   counters().executions++;
   const size_t first_check = outs.size() - program.layout.check_messages.size();
   if (first_check > 0) track(outs[0]);
@@ -123,7 +127,7 @@ void run_graph(Graph& g) {
   // Program key: every node's key, where its inputs come from, and which outputs are live.
   std::string key = "fused";
   std::vector<std::pair<size_t, size_t>> structure_at;  // each node's source bytes in `key`
-  std::vector<runtime::BufferPtr> params;  // distinct input buffers, first-use order
+  std::vector<runtime::BufferPtr> params;               // distinct input buffers, first-use order
   std::unordered_map<const runtime::Buffer*, int> param_index;
   std::vector<std::vector<int>> source_param(nodes.size());
   std::unordered_map<const runtime::Buffer*, long> graph_holds;  // references held by nodes
@@ -211,7 +215,8 @@ void run_graph(Graph& g) {
         } else if (source_param[n][s] >= 0) {
           current[s] = param_values[source_param[n][s]];
         } else {  // never written: zeros
-          current[s] = lowering::hlo::full(b, ir::Type{storage_dtype(node.call, s), {storage_numel(node.call, s)}}, 0);
+          current[s] =
+              lowering::hlo::full(b, ir::Type{storage_dtype(node.call, s), {storage_numel(node.call, s)}}, 0);
         }
       }
       std::vector<ir::Value> scalars;
@@ -279,7 +284,8 @@ void run_graph(Graph& g) {
   std::vector<int64_t> non_donatable;
   for (const auto& [param, output] : aliases)
     if (params[param].use_count() > 2 + graph_holds[params[param].get()]) non_donatable.push_back(param);
-  std::vector<runtime::BufferPtr> outs = launch_program(*program, args, device, aliases.size(), non_donatable);
+  std::vector<runtime::BufferPtr> outs =
+      launch_program(*program, args, device, aliases.size(), non_donatable);
   for (size_t k = 0; k < live.size() && k < outs.size(); ++k) live[k]->buffer = outs[k];
   if (g_capture.active) note_captured_run(nodes, program, params, keep, aliases, live, device);
 }
@@ -313,7 +319,9 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
     if (st->pending) {
       // A pending value of an earlier graph that never ran (its compile failed) is lost.
       if (st->pending->graph_id != g_graph.id)
-        throw std::runtime_error("torch_tpu: " + call.op_name + " reads a tensor whose value was lost when an earlier fused graph failed to run");
+        throw std::runtime_error(
+            "torch_tpu: " + call.op_name +
+            " reads a tensor whose value was lost when an earlier fused graph failed to run");
       src.node = st->pending->node;
       src.output = st->pending->output;
     } else {
@@ -419,7 +427,8 @@ std::shared_ptr<CapturedGraph> end_capture(const std::vector<Storage*>& outputs,
   for (size_t j = 0; j < inputs.size(); ++j) {
     auto it = c.input_of.find(inputs[j]->buffer.get());
     bool unchanged = !inputs[j]->pending && it != c.input_of.end() && it->second == static_cast<int>(j);
-    bool by_program = std::find(g.live_input.begin(), g.live_input.end(), static_cast<int>(j)) != g.live_input.end();
+    bool by_program =
+        std::find(g.live_input.begin(), g.live_input.end(), static_cast<int>(j)) != g.live_input.end();
     if (!unchanged && !by_program && c.why.empty()) c.why = "an input was written outside its program";
   }
   std::vector<bool> held(c.live.size());
@@ -430,7 +439,8 @@ std::shared_ptr<CapturedGraph> end_capture(const std::vector<Storage*>& outputs,
     g.output_input.push_back(in == inputs.end() ? -1 : static_cast<int>(in - inputs.begin()));
     g.output_live.push_back(lv == c.live.end() ? -1 : static_cast<int>(lv - c.live.begin()));
     if (lv != c.live.end()) held[lv - c.live.begin()] = true;
-    if (in == inputs.end() && lv == c.live.end() && c.why.empty()) c.why = "it returns a tensor it did not compute";
+    if (in == inputs.end() && lv == c.live.end() && c.why.empty())
+      c.why = "it returns a tensor it did not compute";
   }
   if (std::find(held.begin(), held.end(), false) != held.end() && c.why.empty())
     c.why = "it leaves a value in a tensor that is neither its input nor its output";
@@ -457,12 +467,15 @@ std::vector<runtime::BufferPtr> replay(const CapturedGraph& g, const std::vector
   for (const auto& [param, live] : g.aliases)
     if (params[param].use_count() > 2) non_donatable.push_back(param);
   g.program->uses++;
-  std::vector<runtime::BufferPtr> outs = launch_program(*g.program, args, g.device, g.aliases.size(), non_donatable);
+  std::vector<runtime::BufferPtr> outs =
+      launch_program(*g.program, args, g.device, g.aliases.size(), non_donatable);
   counters().graph_replays++;
   std::vector<runtime::BufferPtr> live(g.live_input.size());
   for (size_t k = 0; k < live.size(); ++k) {
-    if (g.live_input[k] >= 0) inputs[g.live_input[k]]->set_buffer(outs[k], g.live_dtype[k]);
-    else live[k] = outs[k];
+    if (g.live_input[k] >= 0)
+      inputs[g.live_input[k]]->set_buffer(outs[k], g.live_dtype[k]);
+    else
+      live[k] = outs[k];
   }
   return live;
 }

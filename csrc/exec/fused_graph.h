@@ -42,8 +42,8 @@ struct CapturedGraph {
   std::vector<std::pair<int, int>> aliases;        // (parameter, live value) donation pairs
   std::vector<int> live_input;                     // per live value: input storage it updates or -1
   std::vector<ir::DType> live_dtype;
-  std::vector<int> output_live;                    // per output storage: its live value or -1
-  std::vector<int> output_input;                   // per output storage: the input it is or -1
+  std::vector<int> output_live;   // per output storage: its live value or -1
+  std::vector<int> output_input;  // per output storage: the input it is or -1
 };
 
 // Flushes, then records into a fresh graph whose inputs are `inputs` (concrete storages).

@@ -52,10 +52,10 @@ std::map<std::string, double> metrics_snapshot() {
 
 void reset_metrics() {
   Counters& c = counters();
-  for (auto* a : {&c.ops_dispatched, &c.executions, &c.compiles, &c.cache_hits, &c.cache_misses,
-                  &c.compile_nanos, &c.h2d_transfers, &c.h2d_bytes, &c.d2h_transfers, &c.d2h_bytes,
-                  &c.donated_buffers, &c.graph_replays,
-                  &c.disk_hits, &c.disk_misses, &c.disk_writes, &c.disk_errors, &c.disk_evictions})
+  for (auto* a :
+       {&c.ops_dispatched, &c.executions, &c.compiles, &c.cache_hits, &c.cache_misses, &c.compile_nanos,
+        &c.h2d_transfers, &c.h2d_bytes, &c.d2h_transfers, &c.d2h_bytes, &c.donated_buffers, &c.graph_replays,
+        &c.disk_hits, &c.disk_misses, &c.disk_writes, &c.disk_errors, &c.disk_evictions})
     a->store(0);
   std::lock_guard<std::mutex> lock(g_fallback_mutex);
   g_fallbacks.clear();

@@ -26,12 +26,12 @@ struct HostScalar {
 
 struct ArgSpec {
   lowering::Arg::Kind kind = lowering::Arg::Kind::None;
-  int view = -1;                // Tensor living in a device storage
-  int scalar = -1;              // Tensor or Scalar passed as a runtime 0-d value (host scalar)
-  std::vector<int> list_views;  // TensorList (-1 for None entries)
+  int view = -1;                  // Tensor living in a device storage
+  int scalar = -1;                // Tensor or Scalar passed as a runtime 0-d value (host scalar)
+  std::vector<int> list_views;    // TensorList (-1 for None entries)
   std::vector<int> list_scalars;  // Scalar[]/float[] lists: runtime 0-d values (into scalars)
   bool wrapped_number = false;
-  bool is_static = false;       // Scalar whose value is compile-time (i / d below)
+  bool is_static = false;  // Scalar whose value is compile-time (i / d below)
   int64_t i = 0;
   double d = 0;
   std::vector<int64_t> ints;
@@ -42,11 +42,11 @@ struct OpCall {
   const lowering::Lowering* lowering = nullptr;
   std::string op_name;
   int device = 0;
-  std::vector<ArgSpec> args;        // the functional op's arguments
+  std::vector<ArgSpec> args;  // the functional op's arguments
   std::vector<TensorView> views;
-  std::vector<Storage*> storages;   // unique
+  std::vector<Storage*> storages;  // unique
   std::vector<HostScalar> scalars;
-  std::vector<int> written_views;   // views the op writes, in result order
+  std::vector<int> written_views;  // views the op writes, in result order
   bool random = false;
   uint64_t seed = 0, rng_offset = 0;
 
@@ -63,9 +63,9 @@ struct OutputPlan {
     // for): the lowering returns an empty f32[0] placeholder and the op returns undefined.
     bool undefined = false;
   };
-  std::vector<ir::Type> result_types;   // what the lowering returns
-  std::vector<NewOutput> new_outputs;   // results after the written ones
-  std::vector<int> return_counts;       // new outputs per non-aliasing return (lists > 1)
+  std::vector<ir::Type> result_types;  // what the lowering returns
+  std::vector<NewOutput> new_outputs;  // results after the written ones
+  std::vector<int> return_counts;      // new outputs per non-aliasing return (lists > 1)
 };
 
 // Appends the bytes of `v` to a key (op, graph and layout keys are compact bytes, not text).

@@ -57,7 +57,8 @@ struct CallFixture {
     call.lowering = copy_lowering();
     call.op_name = "torch_tpu::view_copy";
     call.storages = {&s0, &s1};
-    call.views = {TensorView{0, DType::F32, {{4, 6}, {6, 1}, 0}}, TensorView{1, DType::F32, {{6, 4}, {5, 1}, 1}}};
+    call.views = {TensorView{0, DType::F32, {{4, 6}, {6, 1}, 0}},
+                  TensorView{1, DType::F32, {{6, 4}, {5, 1}, 1}}};
     call.scalars = {f64_scalar(0.5)};
     ArgSpec t;
     t.kind = Kind::Tensor;
@@ -108,10 +109,23 @@ TEST(OpCallKey, RuntimeValuesDoNotChangeTheKey) {
   const std::string base = CallFixture().call.key();
   const std::pair<const char*, Mutation> same[] = {
       {"runtime scalar value", [](CallFixture& f) { f.call.scalars[0] = f64_scalar(1e-3); }},
-      {"rng seed and offset", [](CallFixture& f) { f.call.seed = 1234; f.call.rng_offset = 99; }},
-      {"host value of a runtime Scalar arg", [](CallFixture& f) { f.call.args[1].d = 7.0; f.call.args[1].i = 3; }},
+      {"rng seed and offset",
+       [](CallFixture& f) {
+         f.call.seed = 1234;
+         f.call.rng_offset = 99;
+       }},
+      {"host value of a runtime Scalar arg",
+       [](CallFixture& f) {
+         f.call.args[1].d = 7.0;
+         f.call.args[1].i = 3;
+       }},
       {"op_name text (the lowering is what counts)", [](CallFixture& f) { f.call.op_name = "aten::copy_"; }},
-      {"device (executables are portable)", [](CallFixture& f) { f.call.device = 1; f.s0.device = 1; f.s1.device = 1; }},
+      {"device (executables are portable)",
+       [](CallFixture& f) {
+         f.call.device = 1;
+         f.s0.device = 1;
+         f.s1.device = 1;
+       }},
   };
   for (const auto& [what, m] : same) {
     if (!CHECK_EQ(key_after(m), base)) std::printf("  key changed for: %s\n", what);
@@ -121,7 +135,11 @@ TEST(OpCallKey, RuntimeValuesDoNotChangeTheKey) {
 TEST(OpCallKey, EverythingCompiledInChangesTheKey) {
   const std::string base = CallFixture().call.key();
   const std::pair<const char*, Mutation> different[] = {
-      {"read view sizes", [](CallFixture& f) { f.call.views[0].geometry.sizes = {6, 4}; f.call.views[0].geometry.strides = {4, 1}; }},
+      {"read view sizes",
+       [](CallFixture& f) {
+         f.call.views[0].geometry.sizes = {6, 4};
+         f.call.views[0].geometry.strides = {4, 1};
+       }},
       {"read view strides", [](CallFixture& f) { f.call.views[0].geometry.strides = {1, 4}; }},
       {"read view offset", [](CallFixture& f) { f.call.views[0].geometry.offset = 1; }},
       {"read view dtype", [](CallFixture& f) { f.call.views[0].dtype = DType::I32; }},
@@ -145,7 +163,8 @@ TEST(OpCallKey, EverythingCompiledInChangesTheKey) {
       {"wrapped number flag", [](CallFixture& f) { f.call.args[1].wrapped_number = true; }},
       {"extra None arg", [](CallFixture& f) { f.call.args.push_back(ArgSpec{}); }},
       {"random flag", [](CallFixture& f) { f.call.random = true; }},
-      {"lowering", [](CallFixture& f) {
+      {"lowering",
+       [](CallFixture& f) {
          static const tpu::lowering::Lowering other{"test::other", nullptr};
          f.call.lowering = &other;
        }},
@@ -159,7 +178,8 @@ TEST(OpCallKey, StorageBufferPresenceAndDtype) {
   CallFixture a, b;
   // A written storage is keyed by the dtype of its current value, not the view's.
   std::vector<int32_t> data(30, 0);
-  give_value(b.s1, tpu::testing::client().buffer_from_host(data.data(), PJRT_Buffer_Type_S32, {30}, 0), DType::I32);
+  give_value(b.s1, tpu::testing::client().buffer_from_host(data.data(), PJRT_Buffer_Type_S32, {30}, 0),
+             DType::I32);
   CHECK_EQ(tpu::exec::storage_dtype(a.call, 1), DType::F32);
   CHECK_EQ(tpu::exec::storage_dtype(b.call, 1), DType::I32);
   CHECK_EQ(tpu::exec::storage_numel(b.call, 1), int64_t{30});
@@ -167,14 +187,16 @@ TEST(OpCallKey, StorageBufferPresenceAndDtype) {
   // Same bytes, byte-typed buffer: numel and dtype change.
   CallFixture c;
   std::vector<uint8_t> bytes(120, 0);
-  give_value(c.s1, tpu::testing::client().buffer_from_host(bytes.data(), PJRT_Buffer_Type_U8, {120}, 0), DType::U8);
+  give_value(c.s1, tpu::testing::client().buffer_from_host(bytes.data(), PJRT_Buffer_Type_U8, {120}, 0),
+             DType::U8);
   CHECK_EQ(tpu::exec::storage_numel(c.call, 1), int64_t{120});
   CHECK_NE(c.call.key(), b.call.key());
   // An F32 value is keyed like the never-written F32 storage except for the "defined" bit
   // (a never-written storage reads as zeros).
   CallFixture d;
   std::vector<float> floats(30, 0.f);
-  give_value(d.s1, tpu::testing::client().buffer_from_host(floats.data(), PJRT_Buffer_Type_F32, {30}, 0), DType::F32);
+  give_value(d.s1, tpu::testing::client().buffer_from_host(floats.data(), PJRT_Buffer_Type_F32, {30}, 0),
+             DType::F32);
   CHECK_NE(d.call.key(), a.call.key());
 }
 
@@ -354,10 +376,10 @@ TEST(OpProgram, CopyThroughViewsRunsCorrectly) {
   for (int i = 0; i < 24; ++i) a[i] = 1.f + i;
   for (int i = 0; i < 30; ++i) b[i] = -1.f - i;
   auto exe = tpu::testing::client().compile(text);
-  auto outs = tpu::testing::download(
-      tpu::testing::execute(*exe, {tpu::testing::HostArray::of(DType::F32, {24}, a),
-                                   tpu::testing::HostArray::of(DType::F32, {30}, b)}),
-      {tpu::ir::Type{DType::F32, {30}}});
+  auto outs =
+      tpu::testing::download(tpu::testing::execute(*exe, {tpu::testing::HostArray::of(DType::F32, {24}, a),
+                                                          tpu::testing::HostArray::of(DType::F32, {30}, b)}),
+                             {tpu::ir::Type{DType::F32, {30}}});
   std::vector<float> expected = b;
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 4; ++j) expected[dst.offset + i * 5 + j] = a[src.offset + i * 1 + j * 6];
@@ -387,8 +409,9 @@ TEST(OpProgram, NewOutputIsLaidOutByItsStrides) {
   std::vector<int32_t> a(12);
   for (int i = 0; i < 12; ++i) a[i] = 10 * i - 3;
   auto exe = tpu::testing::client().compile(text);
-  auto outs = tpu::testing::download(tpu::testing::execute(*exe, {tpu::testing::HostArray::of(DType::I32, {12}, a)}),
-                                     {tpu::ir::Type{DType::F64, {12}}});
+  auto outs =
+      tpu::testing::download(tpu::testing::execute(*exe, {tpu::testing::HostArray::of(DType::I32, {12}, a)}),
+                             {tpu::ir::Type{DType::F64, {12}}});
   std::vector<double> expected(12);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) expected[i * 1 + j * 3] = static_cast<double>(a[i * 4 + j]);
@@ -408,7 +431,8 @@ TEST(OpProgram, WrongLoweringResultTypeIsReported) {
   t.view = 0;
   call.args = {t};
   tpu::exec::OutputPlan plan;
-  plan.result_types = {tpu::ir::Type{DType::F32, {3, 4}}, tpu::ir::Type{DType::F32, {3, 4}}};  // two, lowering gives one
+  plan.result_types = {tpu::ir::Type{DType::F32, {3, 4}},
+                       tpu::ir::Type{DType::F32, {3, 4}}};  // two, lowering gives one
   tpu::exec::ProgramLayout layout;
   CHECK_THROWS_WITH(tpu::exec::build_program(call, plan, layout), std::runtime_error, "torch_tpu::view_copy");
 }

@@ -76,9 +76,8 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
   // shapes (a gather with an empty index of another rank, a take from an empty tensor) from ever
   // reaching XLA, whose shape checks reject some of them.
   const bool all_empty =
-      !plan.result_types.empty() &&
-      std::all_of(plan.result_types.begin(), plan.result_types.end(),
-                  [](const ir::Type& t) { return t.numel() == 0; });
+      !plan.result_types.empty() && std::all_of(plan.result_types.begin(), plan.result_types.end(),
+                                                [](const ir::Type& t) { return t.numel() == 0; });
   std::vector<ir::Value> results;
   if (all_empty) {
     for (const ir::Type& t : plan.result_types) results.push_back(hlo::full(b, t, 0));
@@ -91,9 +90,9 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
                              std::to_string(plan.result_types.size()));
   for (size_t k = 0; k < results.size(); ++k)
     if (!(results[k].type == plan.result_types[k]))
-      throw std::runtime_error("torch_tpu internal error: lowering of " + call.op_name +
-                               " returned " + results[k].type.str() + " for output " +
-                               std::to_string(k) + ", expected " + plan.result_types[k].str());
+      throw std::runtime_error("torch_tpu internal error: lowering of " + call.op_name + " returned " +
+                               results[k].type.str() + " for output " + std::to_string(k) + ", expected " +
+                               plan.result_types[k].str());
 
   EmittedOp out;
   const size_t num_written = call.written_views.size();

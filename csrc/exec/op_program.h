@@ -10,10 +10,10 @@
 namespace tpu::exec {
 
 struct ProgramLayout {
-  std::vector<int> input_storages;    // storages passed as leading parameters, in order
-  std::vector<int> written_storages;  // storage replaced by each leading output, in order
-  std::vector<ir::DType> written_dtypes;  // element type each written storage then holds
-  std::vector<std::string> check_messages; // trailing i1 outputs: runtime checks (Ctx::require)
+  std::vector<int> input_storages;          // storages passed as leading parameters, in order
+  std::vector<int> written_storages;        // storage replaced by each leading output, in order
+  std::vector<ir::DType> written_dtypes;    // element type each written storage then holds
+  std::vector<std::string> check_messages;  // trailing i1 outputs: runtime checks (Ctx::require)
 };
 
 // Storages the op must receive: read through a view, or only partly overwritten.
@@ -25,8 +25,8 @@ std::vector<bool> storages_read(const OpCall& call);
 std::vector<std::pair<int, int>> donatable_inputs(const OpCall& call, const ProgramLayout& layout);
 
 struct EmittedOp {
-  std::vector<int> written_storages;    // unique, in order of first write (new values in `current`)
-  std::vector<ir::Value> new_outputs;   // flat storages of fresh results, plan order
+  std::vector<int> written_storages;   // unique, in order of first write (new values in `current`)
+  std::vector<ir::Value> new_outputs;  // flat storages of fresh results, plan order
   std::vector<std::pair<ir::Value, std::string>> checks;
 };
 

@@ -89,9 +89,11 @@ void note_compile(const std::vector<const OpCall*>& calls) {
   std::vector<std::string> desc;
   for (size_t n = 0; n < calls.size(); ++n) {
     structure += calls[n]->op_name + "/" + std::to_string(calls[n]->args.size()) + ";";
-    describe(*calls[n], calls.size() > 1 ? "op " + std::to_string(n) + " (" + calls[n]->op_name + ") " : "", desc);
+    describe(*calls[n], calls.size() > 1 ? "op " + std::to_string(n) + " (" + calls[n]->op_name + ") " : "",
+             desc);
   }
-  std::string what = calls.size() == 1 ? calls[0]->op_name : "a fused graph of " + std::to_string(calls.size()) + " ops";
+  std::string what =
+      calls.size() == 1 ? calls[0]->op_name : "a fused graph of " + std::to_string(calls.size()) + " ops";
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_last.find(structure);
   if (it != g_last.end()) {

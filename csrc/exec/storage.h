@@ -12,9 +12,9 @@
 namespace tpu::exec {
 
 struct PendingValue {
-  uint64_t graph_id = 0;          // the fused graph that will produce it
-  int node = -1, output = -1;     // its producer inside that graph
-  runtime::BufferPtr buffer;      // set once the graph has run
+  uint64_t graph_id = 0;       // the fused graph that will produce it
+  int node = -1, output = -1;  // its producer inside that graph
+  runtime::BufferPtr buffer;   // set once the graph has run
   // The buffer its storage held when the graph started, when this value has the same type:
   // the program may write this value into it (donation). Identity only, never dereferenced.
   const runtime::Buffer* donor = nullptr;

@@ -67,9 +67,7 @@ Value Builder::param(const Type& type) {
   return v;
 }
 
-void Builder::emit(const std::string& line) {
-  out_->push_back(std::string(2 * depth_, ' ') + line);
-}
+void Builder::emit(const std::string& line) { out_->push_back(std::string(2 * depth_, ' ') + line); }
 
 std::vector<Value> Builder::op(const std::string& name, const std::vector<Value>& operands,
                                const std::vector<Type>& results, const std::string& attrs) {
@@ -81,12 +79,9 @@ Value Builder::op1(const std::string& name, const std::vector<Value>& operands, 
   return op(name, operands, {result}, attrs)[0];
 }
 
-std::vector<Value> Builder::op_with_region(const std::string& name,
-                                           const std::vector<Value>& operands,
-                                           const std::vector<Type>& results,
-                                           const std::string& attrs,
-                                           const std::vector<Type>& region_args,
-                                           const RegionBody& body) {
+std::vector<Value> Builder::op_with_region(const std::string& name, const std::vector<Value>& operands,
+                                           const std::vector<Type>& results, const std::string& attrs,
+                                           const std::vector<Type>& region_args, const RegionBody& body) {
   std::vector<Region> regions;
   if (body) regions.push_back(Region{region_args, body});
   return op_with_regions(name, operands, results, attrs, regions);
@@ -113,10 +108,8 @@ std::string Builder::region_text(const Region& region) {
   return text + std::string(2 * depth_, ' ') + "}";
 }
 
-std::vector<Value> Builder::op_with_regions(const std::string& name,
-                                            const std::vector<Value>& operands,
-                                            const std::vector<Type>& results,
-                                            const std::string& attrs,
+std::vector<Value> Builder::op_with_regions(const std::string& name, const std::vector<Value>& operands,
+                                            const std::vector<Type>& results, const std::string& attrs,
                                             const std::vector<Region>& regions) {
   std::vector<Value> outs;
   for (const Type& t : results) outs.push_back(fresh(t));
@@ -150,8 +143,7 @@ std::string Builder::module_text() const {
   for (size_t i = 0; i < results_.size(); ++i) s << (i ? ", " : "") << results_[i].type.str();
   s << ") {\n";
   for (const auto& l : body_) s << "  " << l << "\n";
-  s << "    \"func.return\"(" << names(results_) << ") : (" << operand_types(results_)
-    << ") -> ()\n  }\n}\n";
+  s << "    \"func.return\"(" << names(results_) << ") : (" << operand_types(results_) << ") -> ()\n  }\n}\n";
   return s.str();
 }
 

@@ -78,8 +78,8 @@ class Builder {
   std::vector<Value> params_;
   std::vector<Value> results_;
   std::vector<std::pair<int, int>> aliases_;  // (parameter, result)
-  std::vector<std::string> body_;            // lines of @main
-  std::vector<std::string>* out_ = &body_;   // current block being written
+  std::vector<std::string> body_;             // lines of @main
+  std::vector<std::string>* out_ = &body_;    // current block being written
   int depth_ = 1;
 };
 

@@ -23,7 +23,9 @@ using tpu::ir::Value;
 using tpu::testing::HostArray;
 namespace hlo = tpu::lowering::hlo;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::vector<float> iota_f32(int64_t n, float scale = 1.f, float shift = 0.f) {
   std::vector<float> v(n);
@@ -81,13 +83,20 @@ TEST(IrDType, ItemsizeNamesAndCategories) {
     bool floating, complex, integral, is_unsigned;
   };
   const Row rows[] = {
-      {DType::Bool, 1, "i1", false, false, false, true},     {DType::U8, 1, "ui8", false, false, true, true},
-      {DType::I8, 1, "i8", false, false, true, false},       {DType::I16, 2, "i16", false, false, true, false},
-      {DType::I32, 4, "i32", false, false, true, false},     {DType::I64, 8, "i64", false, false, true, false},
-      {DType::U16, 2, "ui16", false, false, true, true},     {DType::U32, 4, "ui32", false, false, true, true},
-      {DType::U64, 8, "ui64", false, false, true, true},     {DType::F16, 2, "f16", true, false, false, false},
-      {DType::BF16, 2, "bf16", true, false, false, false},   {DType::F32, 4, "f32", true, false, false, false},
-      {DType::F64, 8, "f64", true, false, false, false},     {DType::C64, 8, "complex<f32>", false, true, false, false},
+      {DType::Bool, 1, "i1", false, false, false, true},
+      {DType::U8, 1, "ui8", false, false, true, true},
+      {DType::I8, 1, "i8", false, false, true, false},
+      {DType::I16, 2, "i16", false, false, true, false},
+      {DType::I32, 4, "i32", false, false, true, false},
+      {DType::I64, 8, "i64", false, false, true, false},
+      {DType::U16, 2, "ui16", false, false, true, true},
+      {DType::U32, 4, "ui32", false, false, true, true},
+      {DType::U64, 8, "ui64", false, false, true, true},
+      {DType::F16, 2, "f16", true, false, false, false},
+      {DType::BF16, 2, "bf16", true, false, false, false},
+      {DType::F32, 4, "f32", true, false, false, false},
+      {DType::F64, 8, "f64", true, false, false, false},
+      {DType::C64, 8, "complex<f32>", false, true, false, false},
       {DType::C128, 16, "complex<f64>", false, true, false, false},
   };
   for (const Row& r : rows) {
@@ -141,8 +150,10 @@ TEST(IrBuilder, ModuleTextShape) {
   Value s = b.op1("stablehlo.add", {x, y}, x.type);
   b.set_results({s});
   std::string text = b.module_text();
-  CHECK(contains(text, "func.func public @main(%0: tensor<2x3xf32>, %1: tensor<2x3xf32>) -> (tensor<2x3xf32>)"));
-  CHECK(contains(text, "%2 = \"stablehlo.add\"(%0, %1) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>"));
+  CHECK(contains(text,
+                 "func.func public @main(%0: tensor<2x3xf32>, %1: tensor<2x3xf32>) -> (tensor<2x3xf32>)"));
+  CHECK(contains(text,
+                 "%2 = \"stablehlo.add\"(%0, %1) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>"));
   CHECK(contains(text, "\"func.return\"(%2) : (tensor<2x3xf32>) -> ()"));
   CHECK(text.rfind("module", 0) == 0);
 
@@ -196,7 +207,9 @@ TEST(IrBuilder, MultiResultOpWithRegion) {
   CHECK(contains(text, "^bb0(%4: tensor<f32>, %5: tensor<f32>, %6: tensor<i64>, %7: tensor<i64>):"));
   CHECK(contains(text, "\"stablehlo.compare\"(%4, %5)"));
   CHECK(contains(text, "\"stablehlo.return\"(%8) : (tensor<i1>) -> ()"));
-  CHECK(contains(text, "}) {dimension = 0 : i64, is_stable = true} : (tensor<6xf32>, tensor<6xi64>) -> (tensor<6xf32>, tensor<6xi64>)"));
+  CHECK(contains(text,
+                 "}) {dimension = 0 : i64, is_stable = true} : (tensor<6xf32>, tensor<6xi64>) -> "
+                 "(tensor<6xf32>, tensor<6xi64>)"));
   CHECK(contains(text, "\"stablehlo.add\"(%r2#1, %r2#1)"));
   CHECK(contains(text, "\"func.return\"(%r2#0, %r2#1, %9)"));
 
@@ -248,13 +261,14 @@ TEST(IrBuilder, VariadicReduceArgmax) {
   Builder b;
   Value x = b.param(Type{DType::F32, {3, 4}});
   Value idx = hlo::iota(b, Type{DType::I64, {3, 4}}, 1);
-  auto r = hlo::reduce_multi(
-      b, {x, idx}, {hlo::constant(b, DType::F32, -std::numeric_limits<double>::infinity()), hlo::constant_int(b, DType::I64, -1)},
-      {1}, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-        // StableHLO reduce block arguments: (acc_v, acc_i, cur_v, cur_i).
-        Value take = hlo::compare(rb, a[2], a[0], "GT");
-        return {hlo::select(rb, take, a[2], a[0]), hlo::select(rb, take, a[3], a[1])};
-      });
+  auto r = hlo::reduce_multi(b, {x, idx},
+                             {hlo::constant(b, DType::F32, -std::numeric_limits<double>::infinity()),
+                              hlo::constant_int(b, DType::I64, -1)},
+                             {1}, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                               // StableHLO reduce block arguments: (acc_v, acc_i, cur_v, cur_i).
+                               Value take = hlo::compare(rb, a[2], a[0], "GT");
+                               return {hlo::select(rb, take, a[2], a[0]), hlo::select(rb, take, a[3], a[1])};
+                             });
   REQUIRE_EQ(r.size(), size_t{2});
   b.set_results(r);
   std::string text = b.module_text();
@@ -291,7 +305,8 @@ TEST(Hlo, BroadcastTo) {
     Shape from, to;
   };
   const Case cases[] = {
-      {{3}, {2, 3}}, {{2, 1}, {2, 3}}, {{1, 3, 1}, {2, 3, 4}}, {{}, {2, 2}}, {{4}, {4}}, {{1}, {5}}, {{2, 1, 3}, {4, 2, 5, 3}},
+      {{3}, {2, 3}}, {{2, 1}, {2, 3}}, {{1, 3, 1}, {2, 3, 4}},    {{}, {2, 2}},
+      {{4}, {4}},    {{1}, {5}},       {{2, 1, 3}, {4, 2, 5, 3}},
   };
   for (const Case& c : cases) {
     Builder b;
@@ -326,7 +341,8 @@ TEST(Hlo, SliceWithStrides) {
     std::vector<int64_t> start, limit, strides;
   };
   const Case cases[] = {
-      {{1, 0}, {5, 7}, {2, 3}}, {{0, 2}, {5, 6}, {}}, {{4, 6}, {5, 7}, {1, 1}}, {{0, 1}, {5, 7}, {4, 5}}, {{2, 3}, {2, 3}, {1, 1}},
+      {{1, 0}, {5, 7}, {2, 3}}, {{0, 2}, {5, 6}, {}},     {{4, 6}, {5, 7}, {1, 1}},
+      {{0, 1}, {5, 7}, {4, 5}}, {{2, 3}, {2, 3}, {1, 1}},
   };
   for (const Case& c : cases) {
     Builder b;
@@ -361,11 +377,14 @@ TEST(Hlo, ConstantsIncludingNonFinite) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
   Builder b;
   std::vector<Value> r{
-      hlo::constant(b, DType::F32, inf),   hlo::constant(b, DType::F32, -inf), hlo::constant(b, DType::F32, nan),
-      hlo::constant(b, DType::F64, -inf),  hlo::constant(b, DType::F64, nan),  hlo::constant(b, DType::BF16, inf),
-      hlo::constant(b, DType::BF16, nan),  hlo::constant(b, DType::F16, -inf), hlo::constant(b, DType::F32, 0.1),
-      hlo::constant(b, DType::F64, 0.1),   hlo::constant(b, DType::BF16, 0.1), hlo::constant(b, DType::F16, 0.1),
-      hlo::constant(b, DType::F64, 1e300), hlo::constant(b, DType::F32, -0.0), hlo::constant(b, DType::F64, 5e-324),
+      hlo::constant(b, DType::F32, inf),    hlo::constant(b, DType::F32, -inf),
+      hlo::constant(b, DType::F32, nan),    hlo::constant(b, DType::F64, -inf),
+      hlo::constant(b, DType::F64, nan),    hlo::constant(b, DType::BF16, inf),
+      hlo::constant(b, DType::BF16, nan),   hlo::constant(b, DType::F16, -inf),
+      hlo::constant(b, DType::F32, 0.1),    hlo::constant(b, DType::F64, 0.1),
+      hlo::constant(b, DType::BF16, 0.1),   hlo::constant(b, DType::F16, 0.1),
+      hlo::constant(b, DType::F64, 1e300),  hlo::constant(b, DType::F32, -0.0),
+      hlo::constant(b, DType::F64, 5e-324),
   };
   for (const Value& v : r) CHECK_EQ(v.shape(), Shape{});
   b.set_results(r);
@@ -379,10 +398,10 @@ TEST(Hlo, ConstantsIncludingNonFinite) {
   CHECK(std::isnan(f32(2)));
   CHECK(std::isinf(f64(3)) && f64(3) < 0);
   CHECK(std::isnan(f64(4)));
-  CHECK_EQ(u16(5), uint16_t{0x7F80});             // bf16 +inf
-  CHECK_EQ(u16(6) & 0x7F80, 0x7F80);              // bf16 nan: all exponent bits ...
-  CHECK((u16(6) & 0x007F) != 0);                  // ... and a non-zero mantissa
-  CHECK_EQ(u16(7), uint16_t{0xFC00});             // f16 -inf
+  CHECK_EQ(u16(5), uint16_t{0x7F80});  // bf16 +inf
+  CHECK_EQ(u16(6) & 0x7F80, 0x7F80);   // bf16 nan: all exponent bits ...
+  CHECK((u16(6) & 0x007F) != 0);       // ... and a non-zero mantissa
+  CHECK_EQ(u16(7), uint16_t{0xFC00});  // f16 -inf
   CHECK_EQ(f32(8), 0.1f);
   CHECK_EQ(f64(9), 0.1);
   CHECK_EQ(u16(10), bf16_bits(0.1f));
@@ -403,7 +422,7 @@ TEST(Hlo, IntegerBoolAndComplexConstants) {
       hlo::constant(b, DType::I32, -2.75),   // truncates toward zero, like a C++ cast
       hlo::constant(b, DType::Bool, 0.5),
       hlo::constant(b, DType::Bool, 0.0),
-      hlo::constant_int(b, DType::F32, 7),   // integers into float types
+      hlo::constant_int(b, DType::F32, 7),  // integers into float types
       hlo::constant(b, DType::C64, 1.5),
   };
   b.set_results(r);
@@ -427,7 +446,8 @@ TEST(Hlo, FullIotaConcatPadReverse) {
   Value full = hlo::full(b, Type{DType::I32, {2, 2}}, 9);
   Value io = hlo::iota(b, Type{DType::I32, {2, 3}}, 1);
   Value cat = hlo::concatenate(b, {x, full}, 1);  // 2x5
-  Value padded = hlo::pad(b, x, hlo::constant_int(b, DType::I32, -1), {1, 0}, {0, 2}, {0, 1});  // 3x(3+2+2)=3x7
+  Value padded =
+      hlo::pad(b, x, hlo::constant_int(b, DType::I32, -1), {1, 0}, {0, 2}, {0, 1});  // 3x(3+2+2)=3x7
   Value rev = hlo::reverse(b, x, {0, 1});
   Value sum = hlo::add(b, x, io);
   CHECK_EQ(cat.shape(), (Shape{2, 5}));
@@ -466,7 +486,8 @@ TEST(Hlo, CompareSelectConvertReduceDot) {
   CHECK_EQ(mm.shape(), (Shape{2, 2}));
   b.set_results({relu, as_int, row_sum, mm, notgt});
   std::vector<float> xv{-1.5f, 2.5f, 0.f, 3.75f, -0.25f, 8.f}, yv{1, 2, 3, 4, 5, 6};
-  auto out = tpu::testing::run(b, {HostArray::of(DType::F32, {2, 3}, xv), HostArray::of(DType::F32, {3, 2}, yv)});
+  auto out =
+      tpu::testing::run(b, {HostArray::of(DType::F32, {2, 3}, xv), HostArray::of(DType::F32, {3, 2}, yv)});
   std::vector<float> relu_ref, sum_ref(2, 0.f), mm_ref(4, 0.f);
   std::vector<int32_t> int_ref;
   std::vector<uint8_t> not_ref;
@@ -498,8 +519,9 @@ TEST(Hlo, DynamicSliceAndUpdate) {
   std::vector<int64_t> in(20);
   for (int k = 0; k < 20; ++k) in[k] = 10 * k;
   int64_t si = 1, sj = 2;
-  auto out = tpu::testing::run(b, {HostArray::of(DType::I64, {4, 5}, in), HostArray::of(DType::I64, {}, std::vector<int64_t>{si}),
-                                   HostArray::of(DType::I64, {}, std::vector<int64_t>{sj})});
+  auto out = tpu::testing::run(
+      b, {HostArray::of(DType::I64, {4, 5}, in), HostArray::of(DType::I64, {}, std::vector<int64_t>{si}),
+          HostArray::of(DType::I64, {}, std::vector<int64_t>{sj})});
   std::vector<int64_t> ds_ref, upd_ref = in;
   for (int64_t r = si; r < si + 2; ++r)
     for (int64_t c = sj; c < sj + 3; ++c) {
@@ -514,7 +536,7 @@ TEST(Hlo, WrapDim) {
   CHECK_EQ(hlo::wrap_dim(-1, 3), int64_t{2});
   CHECK_EQ(hlo::wrap_dim(-3, 3), int64_t{0});
   CHECK_EQ(hlo::wrap_dim(2, 3), int64_t{2});
-  CHECK_EQ(hlo::wrap_dim(0, 0), int64_t{0});   // 0-d tensors accept dim 0 and -1
+  CHECK_EQ(hlo::wrap_dim(0, 0), int64_t{0});  // 0-d tensors accept dim 0 and -1
   CHECK_EQ(hlo::wrap_dim(-1, 0), int64_t{0});
   CHECK_THROWS_WITH(hlo::wrap_dim(3, 3), std::out_of_range, "Dimension out of range");
   CHECK_THROWS(hlo::wrap_dim(-4, 3), std::out_of_range);
@@ -549,17 +571,23 @@ std::optional<T> scalar_as(const std::vector<uint8_t>& bytes) {
 TEST(Hlo, OutOfRangeConstantsFollowCasts) {
   // A float too large for f32 is +inf there (torch.tensor(1e300, dtype=torch.float32) == inf),
   // a too small one is 0; a negative integer in an unsigned type wraps (torch: uint8 * -1 == 255).
-  auto big = scalar_as<float>(scalar_constant("constant(F32, 1e300)", [](Builder& b) { return hlo::constant(b, DType::F32, 1e300); }));
+  auto big = scalar_as<float>(scalar_constant(
+      "constant(F32, 1e300)", [](Builder& b) { return hlo::constant(b, DType::F32, 1e300); }));
   if (big) CHECK(std::isinf(*big) && *big > 0);
-  auto tiny = scalar_as<float>(scalar_constant("constant(F32, 1e-50)", [](Builder& b) { return hlo::constant(b, DType::F32, 1e-50); }));
+  auto tiny = scalar_as<float>(scalar_constant(
+      "constant(F32, 1e-50)", [](Builder& b) { return hlo::constant(b, DType::F32, 1e-50); }));
   if (tiny) CHECK_EQ(*tiny, 0.f);
   // Exactly representable powers of ten print without a '.' under %g ("1e+20").
-  auto e20 = scalar_as<double>(scalar_constant("constant(F64, 1e20)", [](Builder& b) { return hlo::constant(b, DType::F64, 1e20); }));
+  auto e20 = scalar_as<double>(
+      scalar_constant("constant(F64, 1e20)", [](Builder& b) { return hlo::constant(b, DType::F64, 1e20); }));
   if (e20) CHECK_EQ(*e20, 1e20);
-  auto e20f = scalar_as<float>(scalar_constant("constant(F32, 1e20)", [](Builder& b) { return hlo::constant(b, DType::F32, 1e20); }));
+  auto e20f = scalar_as<float>(
+      scalar_constant("constant(F32, 1e20)", [](Builder& b) { return hlo::constant(b, DType::F32, 1e20); }));
   if (e20f) CHECK_EQ(*e20f, 1e20f);
-  auto u8 = scalar_as<uint8_t>(scalar_constant("constant_int(U8, -1)", [](Builder& b) { return hlo::constant_int(b, DType::U8, -1); }));
+  auto u8 = scalar_as<uint8_t>(scalar_constant(
+      "constant_int(U8, -1)", [](Builder& b) { return hlo::constant_int(b, DType::U8, -1); }));
   if (u8) CHECK_EQ(*u8, uint8_t{255});
-  auto u32 = scalar_as<uint32_t>(scalar_constant("constant_int(U32, -1)", [](Builder& b) { return hlo::constant_int(b, DType::U32, -1); }));
+  auto u32 = scalar_as<uint32_t>(scalar_constant(
+      "constant_int(U32, -1)", [](Builder& b) { return hlo::constant_int(b, DType::U32, -1); }));
   if (u32) CHECK_EQ(*u32, uint32_t{0xFFFFFFFF});
 }

@@ -13,53 +13,98 @@ bool is_unsigned(DType t) {
 
 int itemsize(DType t) {
   switch (t) {
-    case DType::Bool: case DType::U8: case DType::I8: return 1;
-    case DType::I16: case DType::U16: case DType::F16: case DType::BF16: return 2;
-    case DType::I32: case DType::U32: case DType::F32: return 4;
-    case DType::I64: case DType::U64: case DType::F64: case DType::C64: return 8;
-    case DType::C128: return 16;
+    case DType::Bool:
+    case DType::U8:
+    case DType::I8:
+      return 1;
+    case DType::I16:
+    case DType::U16:
+    case DType::F16:
+    case DType::BF16:
+      return 2;
+    case DType::I32:
+    case DType::U32:
+    case DType::F32:
+      return 4;
+    case DType::I64:
+    case DType::U64:
+    case DType::F64:
+    case DType::C64:
+      return 8;
+    case DType::C128:
+      return 16;
   }
   return 0;
 }
 
 const char* mlir_name(DType t) {
   switch (t) {
-    case DType::Bool: return "i1";
-    case DType::U8: return "ui8";
-    case DType::I8: return "i8";
-    case DType::I16: return "i16";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::U16: return "ui16";
-    case DType::U32: return "ui32";
-    case DType::U64: return "ui64";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::C64: return "complex<f32>";
-    case DType::C128: return "complex<f64>";
+    case DType::Bool:
+      return "i1";
+    case DType::U8:
+      return "ui8";
+    case DType::I8:
+      return "i8";
+    case DType::I16:
+      return "i16";
+    case DType::I32:
+      return "i32";
+    case DType::I64:
+      return "i64";
+    case DType::U16:
+      return "ui16";
+    case DType::U32:
+      return "ui32";
+    case DType::U64:
+      return "ui64";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::F32:
+      return "f32";
+    case DType::F64:
+      return "f64";
+    case DType::C64:
+      return "complex<f32>";
+    case DType::C128:
+      return "complex<f64>";
   }
   return "?";
 }
 
 const char* torch_name(DType t) {
   switch (t) {
-    case DType::Bool: return "Bool";
-    case DType::U8: return "Byte";
-    case DType::I8: return "Char";
-    case DType::I16: return "Short";
-    case DType::I32: return "Int";
-    case DType::I64: return "Long";
-    case DType::U16: return "UInt16";
-    case DType::U32: return "UInt32";
-    case DType::U64: return "UInt64";
-    case DType::F16: return "Half";
-    case DType::BF16: return "BFloat16";
-    case DType::F32: return "Float";
-    case DType::F64: return "Double";
-    case DType::C64: return "ComplexFloat";
-    case DType::C128: return "ComplexDouble";
+    case DType::Bool:
+      return "Bool";
+    case DType::U8:
+      return "Byte";
+    case DType::I8:
+      return "Char";
+    case DType::I16:
+      return "Short";
+    case DType::I32:
+      return "Int";
+    case DType::I64:
+      return "Long";
+    case DType::U16:
+      return "UInt16";
+    case DType::U32:
+      return "UInt32";
+    case DType::U64:
+      return "UInt64";
+    case DType::F16:
+      return "Half";
+    case DType::BF16:
+      return "BFloat16";
+    case DType::F32:
+      return "Float";
+    case DType::F64:
+      return "Double";
+    case DType::C64:
+      return "ComplexFloat";
+    case DType::C128:
+      return "ComplexDouble";
   }
   return "?";
 }

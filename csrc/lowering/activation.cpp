@@ -53,9 +53,8 @@ Vs lower_silu(Ctx& ctx) {
   });
 }
 Vs lower_mish(Ctx& ctx) {
-  return compute(ctx, {0}, [](Builder& b, const Vs& x) {
-    return hlo::mul(b, x[0], tanh(b, log1p(b, exp(b, x[0]))));
-  });
+  return compute(ctx, {0},
+                 [](Builder& b, const Vs& x) { return hlo::mul(b, x[0], tanh(b, log1p(b, exp(b, x[0])))); });
 }
 
 Vs lower_leaky_relu(Ctx& ctx) {
@@ -83,9 +82,8 @@ Vs lower_softplus(Ctx& ctx) {
 }
 
 Vs lower_hardtanh(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) {
-    return minimum(b, maximum(b, x[0], x[1]), x[2]);
-  });
+  return compute_exact(ctx, {0, 1, 2},
+                       [](Builder& b, const Vs& x) { return minimum(b, maximum(b, x[0], x[1]), x[2]); });
 }
 
 // relu6(x + 3) / 6, and x times it.

@@ -160,7 +160,9 @@ Vs lower_log_sigmoid_backward(Ctx& ctx) {
 // silu_backward and mish_backward also have CompositeImplicitAutograd decompositions, but CPU
 // runs fused kernels in f32 for bf16/f16; decomposed op by op in bf16 the gradient would round
 // at every step. sigmoid = 1 / (1 + exp(-x)), as CPU writes it.
-Value cpu_sigmoid(Builder& b, const Value& x) { return hlo::div(b, cst(b, x, 1), add_c(b, exp(b, hlo::neg(b, x)), 1)); }
+Value cpu_sigmoid(Builder& b, const Value& x) {
+  return hlo::div(b, cst(b, x, 1), add_c(b, exp(b, hlo::neg(b, x)), 1));
+}
 
 // silu' = s (1 + x (1 - s))
 Vs lower_silu_backward(Ctx& ctx) {

@@ -60,18 +60,21 @@ BatchStats batch_stats(Builder& b, const Value& x) {
 }
 
 // (x - mean) * invstd * weight + bias, all in x's (accumulation) dtype.
-Value normalize(Ctx& c, const Value& x, const Value& mean, const Value& invstd, int weight_arg, int bias_arg) {
+Value normalize(Ctx& c, const Value& x, const Value& mean, const Value& invstd, int weight_arg,
+                int bias_arg) {
   Builder& b = c.b;
   Value alpha = invstd;
   if (c.has(weight_arg)) alpha = hlo::mul(b, alpha, hlo::convert(b, c.tensor(weight_arg), x.dtype()));
   Value y = hlo::mul(b, hlo::sub(b, x, per_channel(b, mean, x.shape())), per_channel(b, alpha, x.shape()));
-  if (c.has(bias_arg)) y = hlo::add(b, y, per_channel(b, hlo::convert(b, c.tensor(bias_arg), x.dtype()), x.shape()));
+  if (c.has(bias_arg))
+    y = hlo::add(b, y, per_channel(b, hlo::convert(b, c.tensor(bias_arg), x.dtype()), x.shape()));
   return y;
 }
 
 Value eval_invstd(Builder& b, const Value& running_var, const Value& eps, DType t) {
   Value v = hlo::convert(b, running_var, t);
-  return hlo::div(b, hlo::full(b, v.type, 1), hlo::unary(b, "stablehlo.sqrt", hlo::add(b, v, scalar_to(b, eps, t, v.shape()))));
+  return hlo::div(b, hlo::full(b, v.type, 1),
+                  hlo::unary(b, "stablehlo.sqrt", hlo::add(b, v, scalar_to(b, eps, t, v.shape()))));
 }
 
 // momentum * stat + (1 - momentum) * running, in the running stat's accumulation dtype.
@@ -96,14 +99,16 @@ TrainResult train(Ctx& c, int rm, int rv, const Value& momentum, const Value& ep
   x = hlo::convert(b, x, acc);
   BatchStats s = batch_stats(b, x);
   Value var = hlo::div(b, s.var_sum, hlo::full(b, s.var_sum.type, s.n));
-  Value invstd = hlo::div(b, hlo::full(b, var.type, 1),
-                          hlo::unary(b, "stablehlo.sqrt", hlo::add(b, var, scalar_to(b, eps, acc, var.shape()))));
+  Value invstd =
+      hlo::div(b, hlo::full(b, var.type, 1),
+               hlo::unary(b, "stablehlo.sqrt", hlo::add(b, var, scalar_to(b, eps, acc, var.shape()))));
   TrainResult r;
   // CPU's reduced-precision path: a bf16/f16 input whose parameters are not float (is_mixed_type
   // in PyTorch's batch_norm.h). The statistics it returns keep the meta kernel's (float) dtype,
   // holding the rounded values.
   DType narrow = c.tensor(0).dtype();
-  bool mixed = (c.has(1) && c.tensor(1).dtype() == DType::F32) || (c.has(2) && c.tensor(2).dtype() == DType::F32);
+  bool mixed =
+      (c.has(1) && c.tensor(1).dtype() == DType::F32) || (c.has(2) && c.tensor(2).dtype() == DType::F32);
   if (precision::is_reduced(narrow) && !mixed) {
     auto round = [&](const Value& v) { return precision::round_to(b, v, narrow); };
     s.mean = round(s.mean);
@@ -117,7 +122,8 @@ TrainResult train(Ctx& c, int rm, int rv, const Value& momentum, const Value& ep
     Value beta = hlo::neg(b, hlo::mul(b, s.mean, alpha));
     if (c.has(2)) beta = hlo::add(b, hlo::convert(b, c.tensor(2), acc), beta);
     auto wide = [&](const Value& v) { return hlo::convert(b, per_channel(b, v, x.shape()), DType::F64); };
-    r.out = hlo::convert(b, hlo::add(b, hlo::mul(b, hlo::convert(b, x, DType::F64), wide(alpha)), wide(beta)), acc);
+    r.out = hlo::convert(b, hlo::add(b, hlo::mul(b, hlo::convert(b, x, DType::F64), wide(alpha)), wide(beta)),
+                         acc);
   } else {
     r.out = normalize(c, x, s.mean, invstd, 1, 2);
   }
@@ -172,8 +178,8 @@ std::vector<Value> lower_batch_norm_no_training(Ctx& c) {
 // -> (out, save_mean, save_invstd, reserve)
 std::vector<Value> lower_batch_norm_with_update(Ctx& c) {
   TrainResult r = train(c, 3, 4, c.tensor(5), c.tensor(6));
-  return {r.running_mean, r.running_var, finish(c, r.out, 2), finish(c, r.mean, 3), finish(c, r.invstd, 4),
-          hlo::full(c.b, c.out(5), 0)};
+  return {r.running_mean,       r.running_var,          finish(c, r.out, 2),
+          finish(c, r.mean, 3), finish(c, r.invstd, 4), hlo::full(c.b, c.out(5), 0)};
 }
 
 // Shared backward: (grad_out, input, weight?, running_mean?, running_var?, save_mean?,

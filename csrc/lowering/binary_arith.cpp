@@ -34,14 +34,17 @@ Value scaled(Builder& b, const Value& other, const Value& alpha) {
 }
 
 Vs lower_add(Ctx& ctx) {
-  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return plus(b, x[0], scaled(b, x[1], x[2])); }, true);
+  return compute(
+      ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return plus(b, x[0], scaled(b, x[1], x[2])); }, true);
 }
 Vs lower_sub(Ctx& ctx) {
-  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[0], scaled(b, x[1], x[2])); }, true);
+  return compute(
+      ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[0], scaled(b, x[1], x[2])); }, true);
 }
 // rsub(self, other, alpha) = other - alpha * self
 Vs lower_rsub(Ctx& ctx) {
-  return compute(ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[1], scaled(b, x[0], x[2])); }, true);
+  return compute(
+      ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[1], scaled(b, x[0], x[2])); }, true);
 }
 Vs lower_mul(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return times(b, x[0], x[1]); }, true);
@@ -53,8 +56,8 @@ Value int_floor_div(Builder& b, const Value& x, const Value& y) {
   Value q = hlo::div(b, x, y);
   if (ir::is_unsigned(x.dtype())) return q;
   Value r = hlo::binary(b, "stablehlo.remainder", x, y);
-  Value adjust = and_(b, hlo::compare(b, r, cst(b, r, 0), "NE"),
-                      hlo::compare(b, lt(b, r, 0), lt(b, y, 0), "NE"));
+  Value adjust =
+      and_(b, hlo::compare(b, r, cst(b, r, 0), "NE"), hlo::compare(b, lt(b, r, 0), lt(b, y, 0), "NE"));
   return hlo::select(b, adjust, add_c(b, q, -1), q);
 }
 
@@ -64,14 +67,14 @@ Value int_floor_div(Builder& b, const Value& x, const Value& y) {
 Value float_floor_div(Builder& b, const Value& x, const Value& y) {
   Value mod = hlo::binary(b, "stablehlo.remainder", x, y);
   Value div = hlo::div(b, hlo::sub(b, x, mod), y);
-  Value step = and_(b, hlo::compare(b, mod, cst(b, mod, 0), "NE"),
-                    hlo::compare(b, lt(b, y, 0), lt(b, mod, 0), "NE"));
+  Value step =
+      and_(b, hlo::compare(b, mod, cst(b, mod, 0), "NE"), hlo::compare(b, lt(b, y, 0), lt(b, mod, 0), "NE"));
   div = hlo::select(b, step, add_c(b, div, -1), div);
   Value fl = hlo::unary(b, "stablehlo.floor", div);
   fl = hlo::select(b, gt(b, hlo::sub(b, div, fl), 0.5), add_c(b, fl, 1), fl);
   Value quotient = hlo::div(b, x, y);
-  Value r = hlo::select(b, hlo::compare(b, div, cst(b, div, 0), "NE"), fl,
-                        copysign(b, cst(b, div, 0), quotient));
+  Value r =
+      hlo::select(b, hlo::compare(b, div, cst(b, div, 0), "NE"), fl, copysign(b, cst(b, div, 0), quotient));
   return hlo::select(b, eq(b, y, 0), quotient, r);
 }
 
@@ -107,7 +110,9 @@ Vs lower_floor_divide(Ctx& ctx) {
 // --- pow, remainder, fmod ------------------------------------------------------------------
 
 Vs lower_pow(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); }, true);
+  return compute(
+      ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); },
+      true);
 }
 
 // pow(tensor, scalar): CPU evaluates exponents 0.5 and -0.5 as sqrt and rsqrt (for every
@@ -115,12 +120,15 @@ Vs lower_pow(Ctx& ctx) {
 // is a runtime value, so select.
 Vs lower_pow_tensor_scalar(Ctx& ctx) {
   bool as_cpu_sqrt = ir::is_floating(ctx.out(0).dtype) && ctx.out(0).dtype != DType::F16;
-  return compute(ctx, {0, 1}, [as_cpu_sqrt](Builder& b, const Vs& x) {
-    Value r = hlo::binary(b, "stablehlo.power", x[0], x[1]);
-    if (!as_cpu_sqrt) return r;
-    r = hlo::select(b, eq(b, x[1], 0.5), sqrt(b, x[0]), r);
-    return hlo::select(b, eq(b, x[1], -0.5), hlo::unary(b, "stablehlo.rsqrt", x[0]), r);
-  }, true);
+  return compute(
+      ctx, {0, 1},
+      [as_cpu_sqrt](Builder& b, const Vs& x) {
+        Value r = hlo::binary(b, "stablehlo.power", x[0], x[1]);
+        if (!as_cpu_sqrt) return r;
+        r = hlo::select(b, eq(b, x[1], 0.5), sqrt(b, x[0]), r);
+        return hlo::select(b, eq(b, x[1], -0.5), hlo::unary(b, "stablehlo.rsqrt", x[0]), r);
+      },
+      true);
 }
 
 // Python modulo: the result takes the divisor's sign (stablehlo.remainder is C fmod).
@@ -128,14 +136,15 @@ Vs lower_remainder(Ctx& ctx) {
   return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
     Value r = hlo::binary(b, "stablehlo.remainder", x[0], x[1]);
     if (ir::is_unsigned(r.dtype())) return r;
-    Value fix = and_(b, hlo::compare(b, r, cst(b, r, 0), "NE"),
-                     hlo::compare(b, lt(b, r, 0), lt(b, x[1], 0), "NE"));
+    Value fix =
+        and_(b, hlo::compare(b, r, cst(b, r, 0), "NE"), hlo::compare(b, lt(b, r, 0), lt(b, x[1], 0), "NE"));
     return hlo::select(b, fix, hlo::add(b, r, x[1]), r);
   });
 }
 
 Vs lower_fmod(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.remainder", x[0], x[1]); });
+  return compute(ctx, {0, 1},
+                 [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.remainder", x[0], x[1]); });
 }
 
 // --- max / min -----------------------------------------------------------------------------
@@ -152,16 +161,19 @@ Value ignore_nan(Builder& b, const Value& x, const Value& y, const Value& r) {
   return hlo::select(b, is_nan(b, x), y, hlo::select(b, is_nan(b, y), x, r));
 }
 Vs lower_fmax(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return ignore_nan(b, x[0], x[1], maximum(b, x[0], x[1])); });
+  return compute_exact(
+      ctx, {0, 1}, [](Builder& b, const Vs& x) { return ignore_nan(b, x[0], x[1], maximum(b, x[0], x[1])); });
 }
 Vs lower_fmin(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return ignore_nan(b, x[0], x[1], minimum(b, x[0], x[1])); });
+  return compute_exact(
+      ctx, {0, 1}, [](Builder& b, const Vs& x) { return ignore_nan(b, x[0], x[1], minimum(b, x[0], x[1])); });
 }
 
 // --- float-valued binary functions ---------------------------------------------------------
 
 Vs lower_atan2(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.atan2", x[0], x[1]); });
+  return compute(ctx, {0, 1},
+                 [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.atan2", x[0], x[1]); });
 }
 
 // hypot without overflow or underflow: m * sqrt(1 + (n / m)^2), m = max(|x|, |y|), with
@@ -195,8 +207,9 @@ Vs lower_xlogy(Ctx& ctx) {
 Value log_add_exp(Builder& b, const Value& x, const Value& y, bool base2) {
   Value m = hlo::max(b, x, y);
   Value d = hlo::neg(b, abs(b, hlo::sub(b, x, y)));
-  Value term = base2 ? mul_c(b, log1p(b, hlo::binary(b, "stablehlo.power", cst(b, d, 2), d)), 1 / std::log(2.0))
-                     : log1p(b, exp(b, d));
+  Value term = base2
+                   ? mul_c(b, log1p(b, hlo::binary(b, "stablehlo.power", cst(b, d, 2), d)), 1 / std::log(2.0))
+                   : log1p(b, exp(b, d));
   Value r = hlo::add(b, m, term);
   return hlo::select(b, and_(b, is_inf(b, x), hlo::compare(b, x, y, "EQ")), x, r);
 }

@@ -18,7 +18,8 @@ std::vector<Value> lower_bincount(Ctx& c) {
   if (self.type.numel() == 0 || out.numel() == 0) return {zeros};
   // run_internal appends the result types as a last argument: only a Tensor there is a weight.
   const bool weighted = c.arg(1).kind == Arg::Kind::Tensor;
-  Value ones = weighted ? hlo::convert(c.b, c.tensor(1), out.dtype) : hlo::full(c.b, Type{out.dtype, self.shape()}, 1);
+  Value ones =
+      weighted ? hlo::convert(c.b, c.tensor(1), out.dtype) : hlo::full(c.b, Type{out.dtype, self.shape()}, 1);
   return {idx::scatter_along(c.b, zeros, 0, self, ones, "stablehlo.add")};
 }
 

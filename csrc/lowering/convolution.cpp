@@ -71,8 +71,7 @@ Padding symmetric(const std::vector<int64_t>& pad) {
 
 // The gradient of conv(., w) (input size `in`) with respect to its input, at cotangent gy
 // [N, O, out...]: [N, C, in...]. Also the transposed convolution of gy with w.
-Value conv_input_grad(Builder& b, const Value& gy, const Value& w, const Params& p,
-                      const Shape& in) {
+Value conv_input_grad(Builder& b, const Value& gy, const Value& w, const Params& p, const Shape& in) {
   const int n = gy.rank() - 2;
   const int64_t g = p.groups, o = w.dim(0), i = w.dim(1);
   // Kernel [O, C/g, k] -> [O/g, C, k] with the groups major in C, spatially flipped.
@@ -107,8 +106,7 @@ Value conv_input_grad(Builder& b, const Value& gy, const Value& w, const Params&
 // The gradient of conv(x, .) (kernel sizes `ks`) with respect to the kernel, at cotangent gy
 // [N, O, out...]: [O, C/g, k...]. The batch is contracted as the convolution's feature
 // dimension; the groups of x's channels become batch groups.
-Value conv_weight_grad(Builder& b, const Value& x, const Value& gy, const Params& p,
-                       const Shape& ks) {
+Value conv_weight_grad(Builder& b, const Value& x, const Value& gy, const Params& p, const Shape& ks) {
   const int n = x.rank() - 2;
   hlo::ConvDims dims = hlo::ConvDims::nchw(n);
   dims.input_batch = 1;
@@ -123,8 +121,7 @@ Value conv_weight_grad(Builder& b, const Value& x, const Value& gy, const Params
   win.batch_group_count = p.groups;
   for (int d = 0; d < n; ++d) {
     int64_t lo = p.padding[d];
-    int64_t hi = dilated(gy.dim(2 + d), p.stride[d]) - x.dim(2 + d) +
-                 dilated(ks[d], p.dilation[d]) - lo - 1;
+    int64_t hi = dilated(gy.dim(2 + d), p.stride[d]) - x.dim(2 + d) + dilated(ks[d], p.dilation[d]) - lo - 1;
     win.padding.push_back({lo, hi});
   }
   return hlo::convolution(b, x, gy, dims, win, x.dtype());
@@ -185,7 +182,8 @@ std::vector<Value> lower_convolution_backward(Ctx& c) {
       out[0] = conv(b, gy, w, p, pad);
     }
   }
-  if (wanted(1)) out[1] = p.transposed ? conv_weight_grad(b, gy, x, p, ks) : conv_weight_grad(b, x, gy, p, ks);
+  if (wanted(1))
+    out[1] = p.transposed ? conv_weight_grad(b, gy, x, p, ks) : conv_weight_grad(b, x, gy, p, ks);
   if (wanted(2)) {
     std::vector<int64_t> dims = {0};
     for (int d = 2; d < gy.rank(); ++d) dims.push_back(d);

@@ -27,16 +27,18 @@ Value arange(Ctx& c, int start, int step) {
   return hlo::convert(c.b, v, out.dtype);
 }
 
-std::vector<Value> lower_arange(Ctx& c) { return {arange(c, -1, -1)}; }             // arange(end)
-std::vector<Value> lower_arange_start(Ctx& c) { return {arange(c, 0, -1)}; }        // (start, end)
-std::vector<Value> lower_arange_start_step(Ctx& c) { return {arange(c, 0, 2)}; }    // (start, end, step)
+std::vector<Value> lower_arange(Ctx& c) { return {arange(c, -1, -1)}; }           // arange(end)
+std::vector<Value> lower_arange_start(Ctx& c) { return {arange(c, 0, -1)}; }      // (start, end)
+std::vector<Value> lower_arange_start_step(Ctx& c) { return {arange(c, 0, 2)}; }  // (start, end, step)
 
 // linspace(start, end, steps, ...): CPU fills the first half from start and the second half
 // from end, which is exact at both ends.
 std::vector<Value> lower_linspace(Ctx& c) {
   const ir::Type& out = c.out();
   int64_t steps = c.int_arg(2);
-  DType ct = ir::is_floating(out.dtype) || ir::is_complex(out.dtype) ? (out.dtype == DType::F64 ? DType::F64 : DType::F32) : DType::F64;
+  DType ct = ir::is_floating(out.dtype) || ir::is_complex(out.dtype)
+                 ? (out.dtype == DType::F64 ? DType::F64 : DType::F32)
+                 : DType::F64;
   ir::Type t{ct, out.shape};
   // Integer outputs: CPU rounds start and end to the output dtype first, then steps in double and
   // truncates each value (the final convert).
@@ -54,7 +56,8 @@ std::vector<Value> lower_linspace(Ctx& c) {
   step = hlo::add(c.b, step, hlo::div(c.b, hlo::sub(c.b, span, hlo::mul(c.b, step, count)), count));
   Value i = hlo::iota(c.b, t, 0);
   Value from_start = hlo::add(c.b, start, hlo::mul(c.b, step, i));
-  Value from_end = hlo::sub(c.b, end, hlo::mul(c.b, step, hlo::sub(c.b, hlo::full(c.b, t, static_cast<double>(steps - 1)), i)));
+  Value from_end = hlo::sub(
+      c.b, end, hlo::mul(c.b, step, hlo::sub(c.b, hlo::full(c.b, t, static_cast<double>(steps - 1)), i)));
   Value first_half = hlo::compare(c.b, i, hlo::full(c.b, t, static_cast<double>(steps / 2)), "LT");
   Value v = hlo::select(c.b, first_half, from_start, from_end);
   return {hlo::convert(c.b, v, out.dtype)};

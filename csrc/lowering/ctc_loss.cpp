@@ -54,16 +54,17 @@ Value shift(ir::Builder& b, const Value& v, int64_t k) {
 struct Problem {
   int64_t t = 0, n = 0, c = 0, sp = 0;  // time, batch, classes, extended target length
   bool batched = true;
-  Value lp;     // log_probs [T, N, C] in the compute dtype
-  Value ext;    // i64 [N, S']: l'
-  Value emit;   // [T, N, S']: lp[t, n, l'[n, s]]
-  Value valid;  // i1 [N, S']: s <= 2 * target_lengths[n]
-  Value skip;   // i1 [N, S']: the s-2 -> s transition is allowed
+  Value lp;       // log_probs [T, N, C] in the compute dtype
+  Value ext;      // i64 [N, S']: l'
+  Value emit;     // [T, N, S']: lp[t, n, l'[n, s]]
+  Value valid;    // i1 [N, S']: s <= 2 * target_lengths[n]
+  Value skip;     // i1 [N, S']: the s-2 -> s transition is allowed
   Value time_ok;  // i1 [T, N]: t < input_lengths[n]
   std::vector<int64_t> in_len, tg_len;
 };
 
-Problem setup(Ctx& c, int lp_arg, int tg_arg, int il_arg, int tl_arg, int blank_arg, int64_t sp, DType dtype) {
+Problem setup(Ctx& c, int lp_arg, int tg_arg, int il_arg, int tl_arg, int blank_arg, int64_t sp,
+              DType dtype) {
   Problem p;
   Value lp = hlo::convert(c.b, c.tensor(lp_arg), dtype);
   p.batched = lp.rank() == 3;
@@ -85,14 +86,17 @@ Problem setup(Ctx& c, int lp_arg, int tg_arg, int il_arg, int tl_arg, int blank_
   Value padded;
   if (tg.rank() == 2 || !p.batched) {
     if (tg.rank() == 1) tg = hlo::reshape(c.b, tg, {1, tg.shape()[0]});
-    padded = tg.shape()[1] >= w ? hlo::slice_dim(c.b, tg, 1, 0, w)
-                                : hlo::concatenate(c.b, {tg, hlo::full(c.b, Type{DType::I64, {p.n, w - tg.shape()[1]}}, 0)}, 1);
+    padded =
+        tg.shape()[1] >= w
+            ? hlo::slice_dim(c.b, tg, 1, 0, w)
+            : hlo::concatenate(c.b, {tg, hlo::full(c.b, Type{DType::I64, {p.n, w - tg.shape()[1]}}, 0)}, 1);
   } else {
     const int64_t total = tg.shape()[0];
     std::vector<int64_t> offsets;
     int64_t acc = 0;
     for (int64_t len : p.tg_len) offsets.push_back(acc), acc += len;
-    Value at = hlo::add(c.b, per_row(c.b, offsets, {p.n, w}, 0), hlo::iota(c.b, Type{DType::I64, {p.n, w}}, 1));
+    Value at =
+        hlo::add(c.b, per_row(c.b, offsets, {p.n, w}, 0), hlo::iota(c.b, Type{DType::I64, {p.n, w}}, 1));
     if (total == 0) {
       padded = hlo::full(c.b, Type{DType::I64, {p.n, w}}, 0);
     } else {
@@ -116,12 +120,16 @@ Problem setup(Ctx& c, int lp_arg, int tg_arg, int il_arg, int tl_arg, int blank_
   for (int64_t len : p.tg_len) last.push_back(2 * len);
   p.valid = hlo::compare(c.b, s, per_row(c.b, last, {p.n, sp}, 0), "LE");
   Value not_blank = hlo::compare(c.b, p.ext, hlo::full(c.b, ns, static_cast<double>(blank)), "NE");
-  Value ext2 = hlo::concatenate(c.b, {hlo::full(c.b, Type{DType::I64, {p.n, 2}}, -1), hlo::slice_dim(c.b, p.ext, 1, 0, sp - 2 > 0 ? sp - 2 : 0)}, 1);
+  Value ext2 = hlo::concatenate(c.b,
+                                {hlo::full(c.b, Type{DType::I64, {p.n, 2}}, -1),
+                                 hlo::slice_dim(c.b, p.ext, 1, 0, sp - 2 > 0 ? sp - 2 : 0)},
+                                1);
   if (sp < 2) ext2 = hlo::full(c.b, ns, -1);
   p.skip = hlo::binary(c.b, "stablehlo.and", not_blank, hlo::compare(c.b, p.ext, ext2, "NE"));
   Shape tns{p.t, p.n, sp};
   p.emit = idx::gather_elements(c.b, lp, hlo::broadcast_in_dim(c.b, p.ext, tns, {1, 2}), 2);
-  p.time_ok = hlo::compare(c.b, hlo::iota(c.b, Type{DType::I64, {p.t, p.n}}, 0), per_row(c.b, p.in_len, {p.t, p.n}, 1), "LT");
+  p.time_ok = hlo::compare(c.b, hlo::iota(c.b, Type{DType::I64, {p.t, p.n}}, 0),
+                           per_row(c.b, p.in_len, {p.t, p.n}, 1), "LT");
   return p;
 }
 
@@ -172,7 +180,8 @@ std::vector<Value> lower_ctc_loss(Ctx& c) {
   Problem p = setup(c, 0, 1, 2, 3, 4, sp, c.out(0).dtype);
   Value alpha = forward_alpha(c.b, p);
   Value nll = neg_log_likelihood(c.b, p, alpha);
-  return {hlo::reshape(c.b, nll, c.out(0).shape), hlo::reshape(c.b, hlo::transpose(c.b, alpha, {1, 0, 2}), c.out(1).shape)};
+  return {hlo::reshape(c.b, nll, c.out(0).shape),
+          hlo::reshape(c.b, hlo::transpose(c.b, alpha, {1, 0, 2}), c.out(1).shape)};
 }
 
 // _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha,
@@ -199,15 +208,17 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
   std::vector<int64_t> last, tlast;
   for (int64_t n = 0; n < p.n; ++n) last.push_back(2 * p.tg_len[n]), tlast.push_back(p.in_len[n] - 1);
   Value last_s = per_row(c.b, last, {p.n, p.sp}, 0);
-  Value ends = hlo::binary(c.b, "stablehlo.and",
-                           hlo::compare(c.b, s, last_s, "LE"),
+  Value ends = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, s, last_s, "LE"),
                            hlo::compare(c.b, s, hlo::sub(c.b, last_s, hlo::full(c.b, s.type, 1)), "GE"));
   Value t_last = per_row(c.b, tlast, {p.n, p.sp}, 0);
-  Value skip_up = hlo::concatenate(c.b, {hlo::slice_dim(c.b, p.skip, 1, std::min<int64_t>(2, p.sp), p.sp),
-                                         hlo::full(c.b, Type{DType::Bool, {p.n, std::min<int64_t>(2, p.sp)}}, 0)}, 1);
+  Value skip_up = hlo::concatenate(c.b,
+                                   {hlo::slice_dim(c.b, p.skip, 1, std::min<int64_t>(2, p.sp), p.sp),
+                                    hlo::full(c.b, Type{DType::Bool, {p.n, std::min<int64_t>(2, p.sp)}}, 0)},
+                                   1);
   Value all = hlo::full(c.b, p.emit.type, -INFINITY);
   auto body = [&](ir::Builder& rb, const Value& i, const std::vector<Value>& st) -> std::vector<Value> {
-    const Value &next = st[0], &acc = st[1], &emit = st[2], &valid = st[3], &skip = st[4], &end_ok = st[5], &tl = st[6];
+    const Value &next = st[0], &acc = st[1], &emit = st[2], &valid = st[3], &skip = st[4], &end_ok = st[5],
+                &tl = st[6];
     Value t = hlo::sub(rb, hlo::constant(rb, DType::I64, p.t - 1), i);
     Value z = hlo::constant(rb, DType::I64, 0);
     Value e = hlo::reshape(rb, hlo::dynamic_slice(rb, emit, {t, z, z}, {1, p.n, p.sp}), {p.n, p.sp});
@@ -221,7 +232,8 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
     Value upd = hlo::dynamic_update_slice(rb, acc, hlo::reshape(rb, bt, {1, p.n, p.sp}), {t, z, z});
     return {bt, upd, emit, valid, skip, end_ok, tl};
   };
-  Value beta = linalg::fori_loop(c.b, p.t, {neg_inf(c.b, ns), all, p.emit, p.valid, skip_up, ends, t_last}, body)[1];
+  Value beta =
+      linalg::fori_loop(c.b, p.t, {neg_inf(c.b, ns), all, p.emit, p.valid, skip_up, ends, t_last}, body)[1];
 
   // logsumexp over the positions of each class: exp relative to the per-(t, n) maximum, summed
   // into classes with a one-hot matmul.
@@ -230,20 +242,26 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
   Value m = hlo::reduce(c.b, v, hlo::constant(c.b, hi, -INFINITY), {2}, "stablehlo.maximum");
   Value finite = hlo::compare(c.b, m, neg_inf(c.b, m.type), "NE");
   m = hlo::select(c.b, finite, m, hlo::full(c.b, m.type, 0));
-  Value ev = hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, v, hlo::broadcast_in_dim(c.b, m, v.shape(), {0, 1})));
+  Value ev = hlo::unary(c.b, "stablehlo.exponential",
+                        hlo::sub(c.b, v, hlo::broadcast_in_dim(c.b, m, v.shape(), {0, 1})));
   Value cls = hlo::iota(c.b, Type{DType::I64, {p.n, p.sp, p.c}}, 2);
-  Value onehot = hlo::convert(c.b, hlo::binary(c.b, "stablehlo.and",
-                                               hlo::compare(c.b, hlo::broadcast_in_dim(c.b, p.ext, cls.shape(), {0, 1}), cls, "EQ"),
-                                               hlo::broadcast_in_dim(c.b, p.valid, cls.shape(), {0, 1})), hi);
+  Value onehot = hlo::convert(
+      c.b,
+      hlo::binary(c.b, "stablehlo.and",
+                  hlo::compare(c.b, hlo::broadcast_in_dim(c.b, p.ext, cls.shape(), {0, 1}), cls, "EQ"),
+                  hlo::broadcast_in_dim(c.b, p.valid, cls.shape(), {0, 1})),
+      hi);
   // [N, T, S'] x [N, S', C] -> [N, T, C]
   Value sums = hlo::dot_general(c.b, hlo::transpose(c.b, ev, {1, 0, 2}), onehot, {0}, {0}, {2}, {1}, hi);
   sums = hlo::transpose(c.b, sums, {1, 0, 2});  // [T, N, C]
   Shape tnc{p.t, p.n, p.c};
-  Value lcab = hlo::add(c.b, hlo::unary(c.b, "stablehlo.log", sums), hlo::broadcast_in_dim(c.b, m, tnc, {0, 1}));
+  Value lcab =
+      hlo::add(c.b, hlo::unary(c.b, "stablehlo.log", sums), hlo::broadcast_in_dim(c.b, m, tnc, {0, 1}));
   Value nll_b = hlo::broadcast_in_dim(c.b, nll, tnc, {1});
   Value lp = hlo::convert(c.b, p.lp, hi);
-  Value grad = hlo::sub(c.b, hlo::unary(c.b, "stablehlo.exponential", lp),
-                        hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, hlo::add(c.b, lcab, nll_b), lp)));
+  Value grad =
+      hlo::sub(c.b, hlo::unary(c.b, "stablehlo.exponential", lp),
+               hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, hlo::add(c.b, lcab, nll_b), lp)));
   Value gout = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(0), hi), {p.n});
   grad = hlo::mul(c.b, grad, hlo::broadcast_in_dim(c.b, gout, tnc, {1}));
   Value keep = hlo::broadcast_in_dim(c.b, p.time_ok, tnc, {0, 1});

@@ -21,7 +21,9 @@ using ir::Value;
 Value norm_of_differences(Builder& b, const Value& d, double p) {
   const int64_t last = d.rank() - 1;
   Value a = hlo::unary(b, "stablehlo.abs", d);
-  if (p == 0) return reduce::sum(b, hlo::convert(b, hlo::compare(b, a, hlo::scalar_like(b, a, 0), "NE"), d.dtype()), {last});
+  if (p == 0)
+    return reduce::sum(b, hlo::convert(b, hlo::compare(b, a, hlo::scalar_like(b, a, 0), "NE"), d.dtype()),
+                       {last});
   if (std::isinf(p)) return reduce::max(b, a, {last});
   if (p == 1) return reduce::sum(b, a, {last});
   if (p == 2) return hlo::unary(b, "stablehlo.sqrt", reduce::sum(b, hlo::mul(b, d, d), {last}));
@@ -104,7 +106,8 @@ std::vector<Value> lower_cdist_forward(Ctx& c) {
     };
     std::vector<int64_t> bd;
     for (int64_t i = 0; i < n; ++i) bd.push_back(i);
-    Value sq = hlo::dot_general(b, augmented(x1, true), augmented(x2, false), bd, bd, {n + 1}, {n + 1}, out.dtype);
+    Value sq =
+        hlo::dot_general(b, augmented(x1, true), augmented(x2, false), bd, bd, {n + 1}, {n + 1}, out.dtype);
     return {hlo::unary(b, "stablehlo.sqrt", hlo::max(b, sq, hlo::scalar_like(b, sq, 0)))};
   }
   return {norm_of_differences(b, differences(b, x1, x2, batch), p)};
@@ -143,7 +146,8 @@ Value symmetric(Builder& b, const Value& v, int64_t n) {
   int64_t offset = 0;
   for (int64_t i = 0; i < n; ++i) {
     Value zeros = hlo::full(b, ir::Type{v.dtype(), {i + 1}}, 0);
-    Value row = i + 1 < n ? hlo::concatenate(b, {zeros, hlo::slice(b, v, {offset}, {offset + n - i - 1})}, 0) : zeros;
+    Value row =
+        i + 1 < n ? hlo::concatenate(b, {zeros, hlo::slice(b, v, {offset}, {offset + n - i - 1})}, 0) : zeros;
     offset += n - i - 1;
     rows.push_back(hlo::reshape(b, row, {1, n}));
   }

@@ -52,17 +52,19 @@ Value to_bool(Builder& b, const Value& x) {
 Value trunc(Builder& b, const Value& x) {
   if (!ir::is_floating(x.dtype())) return x;
   // ceil for negatives keeps -0.0 for x in (-1, 0), as C trunc does.
-  return hlo::select(b, lt(b, x, 0), hlo::unary(b, "stablehlo.ceil", x),
-                     hlo::unary(b, "stablehlo.floor", x));
+  return hlo::select(b, lt(b, x, 0), hlo::unary(b, "stablehlo.ceil", x), hlo::unary(b, "stablehlo.floor", x));
 }
 
 namespace {
 
 DType same_width_int(DType t) {
   switch (ir::itemsize(t)) {
-    case 2: return DType::I16;
-    case 4: return DType::I32;
-    default: return DType::I64;
+    case 2:
+      return DType::I16;
+    case 4:
+      return DType::I32;
+    default:
+      return DType::I64;
   }
 }
 
@@ -88,8 +90,12 @@ Value propagate_nan(Builder& b, const Value& x, const Value& y, const Value& r) 
   if (!ir::is_floating(x.dtype())) return r;
   return hlo::select(b, is_nan(b, x), x, hlo::select(b, is_nan(b, y), y, r));
 }
-Value maximum(Builder& b, const Value& x, const Value& y) { return propagate_nan(b, x, y, hlo::max(b, x, y)); }
-Value minimum(Builder& b, const Value& x, const Value& y) { return propagate_nan(b, x, y, hlo::min(b, x, y)); }
+Value maximum(Builder& b, const Value& x, const Value& y) {
+  return propagate_nan(b, x, y, hlo::max(b, x, y));
+}
+Value minimum(Builder& b, const Value& x, const Value& y) {
+  return propagate_nan(b, x, y, hlo::min(b, x, y));
+}
 
 Value polynomial(Builder& b, const Value& x, const std::vector<double>& coeffs) {
   Value p = cst(b, x, coeffs.at(0));
@@ -107,10 +113,14 @@ Value sigmoid(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.logi
 
 double max_finite(DType t) {
   switch (t) {
-    case DType::F16: return 65504.0;
-    case DType::BF16: return 3.3895313892515355e38;
-    case DType::F32: return std::numeric_limits<float>::max();
-    default: return std::numeric_limits<double>::max();
+    case DType::F16:
+      return 65504.0;
+    case DType::BF16:
+      return 3.3895313892515355e38;
+    case DType::F32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
   }
 }
 

@@ -50,18 +50,17 @@ std::vector<Value> lower_embedding_dense_backward(Ctx& c) {
     // counts[k] = occurrences of k; each row is scaled by 1 / counts[indices[i]] (the CPU
     // kernel's `add_(grad[i], 1.0 / count)`, computed in opmath).
     Value ones = hlo::full(c.b, ir::Type{DType::I64, {n}}, 1);
-    Value counts = idx::scatter_along(c.b, hlo::full(c.b, ir::Type{DType::I64, {num_weights}}, 0),
-                                      0, ind, ones, "stablehlo.add");
+    Value counts = idx::scatter_along(c.b, hlo::full(c.b, ir::Type{DType::I64, {num_weights}}, 0), 0, ind,
+                                      ones, "stablehlo.add");
     idx::GatherDims d;
     d.collapsed_slice_dims = {0};
     d.start_index_map = {0};
     d.index_vector_dim = 1;
     d.slice_sizes = {1};
     Value per_row = idx::gather(c.b, counts, hlo::reshape(c.b, ind, {n, 1}), d);
-    Value recip = hlo::div(c.b, hlo::full(c.b, ir::Type{opmath, {n}}, 1),
-                           hlo::convert(c.b, per_row, opmath));
-    Value g = hlo::mul(c.b, hlo::convert(c.b, grad, opmath),
-                       hlo::broadcast_in_dim(c.b, recip, {n, dim}, {0}));
+    Value recip = hlo::div(c.b, hlo::full(c.b, ir::Type{opmath, {n}}, 1), hlo::convert(c.b, per_row, opmath));
+    Value g =
+        hlo::mul(c.b, hlo::convert(c.b, grad, opmath), hlo::broadcast_in_dim(c.b, recip, {n, dim}, {0}));
     grad = hlo::convert(c.b, g, out.dtype);
   }
   // Rows of the padding index contribute nothing.
@@ -93,7 +92,8 @@ std::vector<Value> lower_embedding_renorm(Ctx& c) {
   } else if (p == 1) {
     norm = hlo::reduce(c.b, a, zero, {1}, "stablehlo.add");
   } else if (p == 2) {
-    norm = hlo::unary(c.b, "stablehlo.sqrt", hlo::reduce(c.b, hlo::mul(c.b, a, a), zero, {1}, "stablehlo.add"));
+    norm =
+        hlo::unary(c.b, "stablehlo.sqrt", hlo::reduce(c.b, hlo::mul(c.b, a, a), zero, {1}, "stablehlo.add"));
   } else {
     Value pw = hlo::binary(c.b, "stablehlo.power", a, hlo::full(c.b, a.type, p));
     Value s = hlo::reduce(c.b, pw, zero, {1}, "stablehlo.add");
@@ -105,7 +105,8 @@ std::vector<Value> lower_embedding_renorm(Ctx& c) {
                                  hlo::full(c.b, ir::Type{DType::I64, {n}}, 1), "stablehlo.maximum");
   Value over = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, hit, hlo::full(c.b, hit.type, 0), "GT"),
                            hlo::compare(c.b, norm, hlo::full(c.b, norm.type, max_norm), "GT"));
-  Value factor = hlo::div(c.b, hlo::full(c.b, norm.type, max_norm), hlo::add(c.b, norm, hlo::full(c.b, norm.type, 1e-7)));
+  Value factor = hlo::div(c.b, hlo::full(c.b, norm.type, max_norm),
+                          hlo::add(c.b, norm, hlo::full(c.b, norm.type, 1e-7)));
   factor = hlo::select(c.b, over, factor, hlo::full(c.b, norm.type, 1));
   Value y = hlo::mul(c.b, x, hlo::broadcast_in_dim(c.b, factor, {rows, dim}, {0}));
   return {hlo::reshape(c.b, hlo::convert(c.b, y, self.dtype()), self.shape())};

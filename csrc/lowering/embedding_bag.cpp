@@ -116,17 +116,21 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
   if (mode == kModeMax) {
     Value lowest = hlo::full(c.b, rows.type, -INFINITY);
     Value cand = hlo::select(c.b, used_rows, rows, lowest);
-    Value best = idx::scatter_along(c.b, hlo::full(c.b, bags_acc, -INFINITY), 0, bag_c, cand, "stablehlo.maximum");
+    Value best =
+        idx::scatter_along(c.b, hlo::full(c.b, bags_acc, -INFINITY), 0, bag_c, cand, "stablehlo.maximum");
     // The first position reaching the maximum names the weight row (PyTorch keeps the first).
     Value best_at = take_rows(c.b, best, bag_c);
     Value hit = hlo::binary(c.b, "stablehlo.and", used_rows, hlo::compare(c.b, cand, best_at, "EQ"));
     Type pos_t{DType::I64, {n, dim}};
-    Value pos = hlo::select(c.b, hit, hlo::iota(c.b, pos_t, 0), hlo::full(c.b, pos_t, static_cast<double>(n)));
-    Value first = idx::scatter_along(c.b, hlo::full(c.b, Type{DType::I64, {num_bags, dim}}, static_cast<double>(n)),
-                                     0, bag_c, pos, "stablehlo.minimum");
+    Value pos =
+        hlo::select(c.b, hit, hlo::iota(c.b, pos_t, 0), hlo::full(c.b, pos_t, static_cast<double>(n)));
+    Value first =
+        idx::scatter_along(c.b, hlo::full(c.b, Type{DType::I64, {num_bags, dim}}, static_cast<double>(n)), 0,
+                           bag_c, pos, "stablehlo.minimum");
     Value found = hlo::compare(c.b, first, hlo::full(c.b, first.type, static_cast<double>(n)), "LT");
     Value row = take(c.b, ind, clamp_index(c.b, first, n));
-    max_indices = hlo::convert(c.b, hlo::select(c.b, found, row, hlo::full(c.b, row.type, -1)), c.out(3).dtype);
+    max_indices =
+        hlo::convert(c.b, hlo::select(c.b, found, row, hlo::full(c.b, row.type, -1)), c.out(3).dtype);
     out = hlo::select(c.b, empty, hlo::full(c.b, bags_acc, 0), best);
   } else {
     Value masked = hlo::select(c.b, used_rows, rows, hlo::full(c.b, rows.type, 0));

@@ -48,9 +48,9 @@ Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, con
   Value moved = hlo::transpose(b, x, perm);
   ir::Shape shape = moved.shape();
   shape.back() = last_out_size;
-  Value r = b.op1("stablehlo.fft", {moved}, Type{out_dtype, shape},
-                  std::string("fft_type = #stablehlo<fft_type ") + type +
-                      ">, fft_length = " + ir::i64_array(lengths));
+  Value r = b.op1(
+      "stablehlo.fft", {moved}, Type{out_dtype, shape},
+      std::string("fft_type = #stablehlo<fft_type ") + type + ">, fft_length = " + ir::i64_array(lengths));
   std::vector<int64_t> inverse(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = static_cast<int64_t>(k);
   return hlo::transpose(b, r, inverse);

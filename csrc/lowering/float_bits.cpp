@@ -16,20 +16,25 @@ using ir::Value;
 using Vs = std::vector<Value>;
 
 struct Layout {
-  DType bits;         // same-width integer
-  int mantissa;       // explicit mantissa bits
-  int exponent;       // exponent field bits
+  DType bits;    // same-width integer
+  int mantissa;  // explicit mantissa bits
+  int exponent;  // exponent field bits
   int width() const { return ir::itemsize(bits) * 8; }
   int64_t bias() const { return (int64_t{1} << (exponent - 1)) - 1; }
 };
 
 Layout layout(DType t) {
   switch (t) {
-    case DType::F16: return {DType::I16, 10, 5};
-    case DType::BF16: return {DType::I16, 7, 8};
-    case DType::F32: return {DType::I32, 23, 8};
-    case DType::F64: return {DType::I64, 52, 11};
-    default: throw std::invalid_argument("torch_tpu: expected a floating point tensor");
+    case DType::F16:
+      return {DType::I16, 10, 5};
+    case DType::BF16:
+      return {DType::I16, 7, 8};
+    case DType::F32:
+      return {DType::I32, 23, 8};
+    case DType::F64:
+      return {DType::I64, 52, 11};
+    default:
+      throw std::invalid_argument("torch_tpu: expected a floating point tensor");
   }
 }
 
@@ -40,7 +45,9 @@ Value icst(Builder& b, const Value& like, int64_t v) {
 Value bitcast(Builder& b, const Value& x, DType t) {
   return b.op1("stablehlo.bitcast_convert", {x}, hlo::with_dtype(x.type, t));
 }
-Value band(Builder& b, const Value& x, int64_t m) { return hlo::binary(b, "stablehlo.and", x, icst(b, x, m)); }
+Value band(Builder& b, const Value& x, int64_t m) {
+  return hlo::binary(b, "stablehlo.and", x, icst(b, x, m));
+}
 Value bor(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.or", x, y); }
 Value shl(Builder& b, const Value& x, const Value& n) { return hlo::binary(b, "stablehlo.shift_left", x, n); }
 Value shr(Builder& b, const Value& x, int64_t n) {

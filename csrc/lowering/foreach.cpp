@@ -49,12 +49,18 @@ enum class Bin { Add, Sub, Mul, Div, Max, Min };
 Value apply(Ctx& c, Bin op, const Value& x, const Value& y) {
   const DType t = x.dtype();
   switch (op) {
-    case Bin::Add: return hlo::binary(c.b, is_bool(t) ? "stablehlo.or" : "stablehlo.add", x, y);
-    case Bin::Sub: return hlo::sub(c.b, x, y);
-    case Bin::Mul: return hlo::binary(c.b, is_bool(t) ? "stablehlo.and" : "stablehlo.multiply", x, y);
-    case Bin::Div: return hlo::div(c.b, x, y);
-    case Bin::Max: return hlo::max(c.b, x, y);
-    case Bin::Min: return hlo::min(c.b, x, y);
+    case Bin::Add:
+      return hlo::binary(c.b, is_bool(t) ? "stablehlo.or" : "stablehlo.add", x, y);
+    case Bin::Sub:
+      return hlo::sub(c.b, x, y);
+    case Bin::Mul:
+      return hlo::binary(c.b, is_bool(t) ? "stablehlo.and" : "stablehlo.multiply", x, y);
+    case Bin::Div:
+      return hlo::div(c.b, x, y);
+    case Bin::Max:
+      return hlo::max(c.b, x, y);
+    case Bin::Min:
+      return hlo::min(c.b, x, y);
   }
   return x;
 }
@@ -155,9 +161,8 @@ std::vector<Value> lower_neg(Ctx& c) {
   return unary_each(c, [&](const Value& x) { return hlo::neg(c.b, x); });
 }
 std::vector<Value> lower_abs(Ctx& c) {
-  return unary_each(c, [&](const Value& x) {
-    return is_bool(x.dtype()) ? x : hlo::unary(c.b, "stablehlo.abs", x);
-  });
+  return unary_each(
+      c, [&](const Value& x) { return is_bool(x.dtype()) ? x : hlo::unary(c.b, "stablehlo.abs", x); });
 }
 std::vector<Value> lower_reciprocal(Ctx& c) {
   return unary_each(c, [&](const Value& x) { return hlo::div(c.b, hlo::full(c.b, x.type, 1), x); });
@@ -169,13 +174,15 @@ std::vector<Value> lower_zero(Ctx& c) {
 }
 std::vector<Value> lower_clone(Ctx& c) {
   std::vector<Value> outs;
-  for (size_t k = 0; k < list_size(c); ++k) outs.push_back(hlo::convert(c.b, c.arg(0).values[k], c.out(k).dtype));
+  for (size_t k = 0; k < list_size(c); ++k)
+    outs.push_back(hlo::convert(c.b, c.arg(0).values[k], c.out(k).dtype));
   return outs;
 }
 // copy(self, src, non_blocking): src converted to each self's dtype and broadcast to its shape.
 std::vector<Value> lower_copy(Ctx& c) {
   std::vector<Value> outs;
-  for (size_t k = 0; k < list_size(c); ++k) outs.push_back(as(c, c.arg(1).values[k], c.out(k).dtype, c.out(k).shape));
+  for (size_t k = 0; k < list_size(c); ++k)
+    outs.push_back(as(c, c.arg(1).values[k], c.out(k).dtype, c.out(k).shape));
   return outs;
 }
 
@@ -219,7 +226,8 @@ std::vector<Value> lower_pow_list(Ctx& c) {
 std::vector<Value> lower_pow_scalar(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k)
-    outs.push_back(delegate(c, "aten::pow.Tensor_Scalar", {tensor_arg(c.arg(0).values[k]), c.arg(1)}, c.out(k)));
+    outs.push_back(
+        delegate(c, "aten::pow.Tensor_Scalar", {tensor_arg(c.arg(0).values[k]), c.arg(1)}, c.out(k)));
   return outs;
 }
 
@@ -241,14 +249,16 @@ std::vector<Value> lower_norm(Ctx& c) {
     const ir::Type& out = c.out(k);
     const DType t = opmath(out.dtype);
     Value x0 = c.arg(0).values[k];
-    if (ir::is_complex(x0.dtype())) x0 = c.b.op1("stablehlo.abs", {x0}, ir::Type{ir::real_type(x0.dtype()), x0.shape()});
+    if (ir::is_complex(x0.dtype()))
+      x0 = c.b.op1("stablehlo.abs", {x0}, ir::Type{ir::real_type(x0.dtype()), x0.shape()});
     Value x = hlo::unary(c.b, "stablehlo.abs", hlo::convert(c.b, x0, t));
     std::vector<int64_t> dims;
     for (int i = 0; i < x.rank(); ++i) dims.push_back(i);
     Value r;
     if (std::isinf(ord)) {
       Value init = hlo::constant(c.b, t, ord > 0 ? 0.0 : INFINITY);
-      if (ord < 0 && x.type.numel() == 0) throw std::invalid_argument("linalg.vector_norm cannot compute the -inf norm on an empty tensor");
+      if (ord < 0 && x.type.numel() == 0)
+        throw std::invalid_argument("linalg.vector_norm cannot compute the -inf norm on an empty tensor");
       r = hlo::reduce(c.b, x, init, dims, ord > 0 ? "stablehlo.maximum" : "stablehlo.minimum");
     } else if (ord == 0) {
       Value nz = hlo::convert(c.b, hlo::compare(c.b, x, hlo::full(c.b, x.type, 0), "NE"), t);
@@ -260,7 +270,8 @@ std::vector<Value> lower_norm(Ctx& c) {
       r = hlo::unary(c.b, "stablehlo.sqrt", r);
     } else {
       Value p = hlo::full(c.b, x.type, ord);
-      Value s = hlo::reduce(c.b, c.b.op1("stablehlo.power", {x, p}, x.type), hlo::constant(c.b, t, 0), dims, "stablehlo.add");
+      Value s = hlo::reduce(c.b, c.b.op1("stablehlo.power", {x, p}, x.type), hlo::constant(c.b, t, 0), dims,
+                            "stablehlo.add");
       r = c.b.op1("stablehlo.power", {s, hlo::constant(c.b, t, 1.0 / ord)}, s.type);
     }
     outs.push_back(hlo::convert(c.b, r, out.dtype));
@@ -276,10 +287,12 @@ std::vector<Value> lower_max(Ctx& c) {
     std::vector<int64_t> dims;
     for (int i = 0; i < x.rank(); ++i) dims.push_back(i);
     Value init = ir::is_floating(x.dtype()) ? hlo::constant(c.b, x.dtype(), -INFINITY)
-                 : x.dtype() == DType::I64 ? hlo::constant_int(c.b, x.dtype(), INT64_MIN)
-                 : ir::is_unsigned(x.dtype()) ? hlo::constant_int(c.b, x.dtype(), 0)
-                 : hlo::constant_int(c.b, x.dtype(), -(int64_t{1} << (8 * ir::itemsize(x.dtype()) - 1)));
-    outs.push_back(hlo::reduce(c.b, x, init, dims, x.dtype() == DType::Bool ? "stablehlo.or" : "stablehlo.maximum"));
+                 : x.dtype() == DType::I64  ? hlo::constant_int(c.b, x.dtype(), INT64_MIN)
+                 : ir::is_unsigned(x.dtype())
+                     ? hlo::constant_int(c.b, x.dtype(), 0)
+                     : hlo::constant_int(c.b, x.dtype(), -(int64_t{1} << (8 * ir::itemsize(x.dtype()) - 1)));
+    outs.push_back(
+        hlo::reduce(c.b, x, init, dims, x.dtype() == DType::Bool ? "stablehlo.or" : "stablehlo.maximum"));
   }
   return outs;
 }

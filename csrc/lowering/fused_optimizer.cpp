@@ -118,12 +118,14 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
       mx = hlo::max(c.b, hlo::convert(c.b, max_sqs[k], t), sq);
       denom_base = mx;
     }
-    Value denom = hlo::add(c.b, hlo::div(c.b, hlo::unary(c.b, "stablehlo.sqrt", denom_base), S(bc2_sqrt)), S(eps));
+    Value denom =
+        hlo::add(c.b, hlo::div(c.b, hlo::unary(c.b, "stablehlo.sqrt", denom_base), S(bc2_sqrt)), S(eps));
     p = hlo::sub(c.b, p, hlo::div(c.b, hlo::mul(c.b, S(step_size), ea), denom));
 
     out_params.push_back(finish(c, skip, p0, p));
-    out_grads.push_back(skip.present ? hlo::select(c.b, hlo::broadcast_in_dim(c.b, skip.pred, shape, {}), grads[k], g_stored)
-                                     : g_stored);
+    out_grads.push_back(
+        skip.present ? hlo::select(c.b, hlo::broadcast_in_dim(c.b, skip.pred, shape, {}), grads[k], g_stored)
+                     : g_stored);
     out_avgs.push_back(finish(c, skip, exp_avgs[k], ea));
     out_sqs.push_back(finish(c, skip, exp_avg_sqs[k], sq));
     if (k < max_sqs.size()) out_max.push_back(amsgrad ? finish(c, skip, max_sqs[k], mx) : max_sqs[k]);

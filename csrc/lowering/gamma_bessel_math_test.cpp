@@ -55,7 +55,8 @@ void check(Fn fn, Ref ref, std::vector<double> xs, DType dtype, double limit, co
   if (dtype == DType::F32)
     for (double& v : xs) v = static_cast<float>(v);
   std::vector<double> got = run(fn, dtype, xs);
-  double eps = dtype == DType::F32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+  double eps =
+      dtype == DType::F32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
   double worst = 0, at = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     long double want = ref(xs[i]);

@@ -11,10 +11,10 @@ namespace tpu::lowering::special {
 
 namespace {
 
+using ew::cst;
 using ir::Builder;
 using ir::DType;
 using ir::Value;
-using ew::cst;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -28,21 +28,24 @@ bool is_f64(const Value& x) { return x.dtype() == DType::F64; }
 // g = 4.5) and 2.7e-18 (f64 set, g = 7); beyond the fitted range the series only tends to c_0,
 // which the form already carries.
 constexpr double kLanczosGF32 = 4.5;
-const std::vector<double> kLanczosF32 = {
-    1.0000000000178785, 43.563020988907294, -41.63661418777503,
-    8.3376663660448098, -0.18076837927576957, 2.8541198434271575e-5};
+const std::vector<double> kLanczosF32 = {1.0000000000178785, 43.563020988907294,   -41.63661418777503,
+                                         8.3376663660448098, -0.18076837927576957, 2.8541198434271575e-5};
 constexpr double kLanczosGF64 = 7.0;
-const std::vector<double> kLanczosF64 = {
-    1.0,                  676.52036812188351,    -1259.1392167222735,
-    771.32342877512343,   -176.6150291416794,    12.507343194921825,
-    -0.13857090660664683, 9.7476144843013779e-6, 3.0562906791379085e-7,
-    -4.1279441133816282e-8};
+const std::vector<double> kLanczosF64 = {1.0,
+                                         676.52036812188351,
+                                         -1259.1392167222735,
+                                         771.32342877512343,
+                                         -176.6150291416794,
+                                         12.507343194921825,
+                                         -0.13857090660664683,
+                                         9.7476144843013779e-6,
+                                         3.0562906791379085e-7,
+                                         -4.1279441133816282e-8};
 
 // Bernoulli numbers B_2, B_4, ..., B_24 (exact rationals).
 const std::vector<double> kBernoulliEven = {
-    1.0 / 6,          -1.0 / 30,        1.0 / 42,      -1.0 / 30,
-    5.0 / 66,         -691.0 / 2730,    7.0 / 6,       -3617.0 / 510,
-    43867.0 / 798,    -174611.0 / 330,  854513.0 / 138, -236364091.0 / 2730};
+    1.0 / 6, -1.0 / 30,     1.0 / 42,      -1.0 / 30,       5.0 / 66,       -691.0 / 2730,
+    7.0 / 6, -3617.0 / 510, 43867.0 / 798, -174611.0 / 330, 854513.0 / 138, -236364091.0 / 2730};
 
 // lgamma(x) for x >= 0.5. Written as (z + 1/2)(log t - 1) - g rather than
 // (z + 1/2) log t - t, which overflows while lgamma is still finite (x ~ 4e36 in f32).
@@ -128,7 +131,8 @@ Value trigamma(Builder& b, const Value& x) {
   Value reflect = ew::lt(b, x, 0.5);
   // pi and pi^2 rounded to the working type as the CPU kernel's constants are.
   double pi_t = is_f64(x) ? M_PI : static_cast<double>(static_cast<float>(M_PI));
-  double pi2 = is_f64(x) ? M_PI * M_PI : static_cast<double>(static_cast<float>(pi_t) * static_cast<float>(pi_t));
+  double pi2 =
+      is_f64(x) ? M_PI * M_PI : static_cast<double>(static_cast<float>(pi_t) * static_cast<float>(pi_t));
   Value sp = hlo::unary(b, "stablehlo.sine", ew::mul_c(b, x, pi_t));
   Value acc = hlo::select(b, reflect, hlo::div(b, cst(b, x, -pi2), hlo::mul(b, sp, sp)), cst(b, x, 0));
   Value y = hlo::select(b, reflect, hlo::sub(b, cst(b, x, 1), x), x);
@@ -166,7 +170,8 @@ Value zeta(Builder& b, const Value& s, const Value& q) {
     sum = hlo::add(b, sum, hlo::select(b, ew::gt(b, m, k), term, cst(b, term, 0)));
   }
   Value q_shifted = hlo::add(b, q, m);
-  for (int k = 0; k < kTerms; ++k) sum = hlo::add(b, sum, pow_neg_s(b, ew::add_c(b, q_shifted, k), neg_s, s_odd));
+  for (int k = 0; k < kTerms; ++k)
+    sum = hlo::add(b, sum, pow_neg_s(b, ew::add_c(b, q_shifted, k), neg_s, s_odd));
   // Tail from a = q + N: a^(1-s)/(s-1) + a^-s/2 + sum_j B_2j/(2j)! s(s+1)..(s+2j-2) a^(-s-2j+1).
   Value a = ew::add_c(b, q_shifted, kTerms);
   Value pw = pow_neg_s(b, a, neg_s, s_odd);
@@ -196,7 +201,8 @@ Value zeta(Builder& b, const Value& s, const Value& q) {
 constexpr int kIncompleteGammaTerms = 80;
 
 Value incomplete_gamma_unsupported(Builder& b, const Value& a, const Value& x) {
-  Value near = ew::and_(b, hlo::compare(b, x, ew::mul_c(b, a, 0.5), "GT"), hlo::compare(b, x, ew::mul_c(b, a, 2), "LT"));
+  Value near = ew::and_(b, hlo::compare(b, x, ew::mul_c(b, a, 0.5), "GT"),
+                        hlo::compare(b, x, ew::mul_c(b, a, 2), "LT"));
   return ew::and_(b, ew::gt(b, a, 150), near);
 }
 
@@ -209,7 +215,8 @@ Value incomplete_gamma(Builder& b, const Value& a, const Value& x, bool upper) {
   Value big_a = ew::maximum(b, a, cst(b, a, 10));
   Value rel = hlo::div(b, hlo::sub(b, x, big_a), big_a);
   Value inv = hlo::div(b, cst(b, a, 1), big_a), inv2 = hlo::mul(b, inv, inv);
-  Value remainder = hlo::mul(b, inv, ew::polynomial(b, inv2, {-1.0 / 1680, 1.0 / 1260, -1.0 / 360, 1.0 / 12}));
+  Value remainder =
+      hlo::mul(b, inv, ew::polynomial(b, inv2, {-1.0 / 1680, 1.0 / 1260, -1.0 / 360, 1.0 / 12}));
   Value stirling = hlo::mul(b, big_a, hlo::sub(b, ew::log1p(b, rel), rel));
   stirling = hlo::add(b, stirling, ew::mul_c(b, ew::log(b, ew::mul_c(b, big_a, 1 / (2 * M_PI))), 0.5));
   stirling = hlo::sub(b, stirling, remainder);

@@ -49,7 +49,8 @@ Value c_like(Builder& b, const Value& like, double v) { return hlo::full(b, like
 Coord clip(Builder& b, const Coord& in, int64_t size) {
   Value lo = c_like(b, in.x, 0), hi = c_like(b, in.x, static_cast<double>(size - 1));
   Value x = hlo::min(b, hi, hlo::max(b, in.x, lo));
-  Value inside = hlo::binary(b, "stablehlo.and", hlo::compare(b, in.x, lo, "GT"), hlo::compare(b, in.x, hi, "LT"));
+  Value inside =
+      hlo::binary(b, "stablehlo.and", hlo::compare(b, in.x, lo, "GT"), hlo::compare(b, in.x, hi, "LT"));
   return {x, hlo::select(b, inside, in.grad, c_like(b, in.x, 0))};
 }
 
@@ -64,7 +65,8 @@ Coord reflect(Builder& b, const Coord& in, int64_t twice_low, int64_t twice_high
   Value spanv = c_like(b, u, span);
   Value extra = hlo::binary(b, "stablehlo.remainder", u, spanv);
   Value flips = hlo::unary(b, "stablehlo.floor", hlo::div(b, u, spanv));
-  Value even = hlo::compare(b, hlo::binary(b, "stablehlo.remainder", flips, c_like(b, u, 2)), c_like(b, u, 0), "EQ");
+  Value even =
+      hlo::compare(b, hlo::binary(b, "stablehlo.remainder", flips, c_like(b, u, 2)), c_like(b, u, 0), "EQ");
   Value x = hlo::select(b, even, hlo::add(b, extra, c_like(b, u, lo)),
                         hlo::add(b, hlo::sub(b, spanv, extra), c_like(b, u, lo)));
   Value g = hlo::select(b, even, sign, hlo::neg(b, sign));
@@ -96,17 +98,19 @@ Coord unnormalize(Builder& b, const Value& g, int64_t size, bool align, bool two
     return {x, c_like(b, g, (size - 1) / 2.0)};
   }
   // ((g + 1) * size - 1) / 2
-  Value x = hlo::div(b, hlo::sub(b, hlo::mul(b, hlo::add(b, g, c_like(b, g, 1)), c_like(b, g, static_cast<double>(size))),
-                                 c_like(b, g, 1)),
-                     c_like(b, g, 2));
+  Value x = hlo::div(
+      b,
+      hlo::sub(b, hlo::mul(b, hlo::add(b, g, c_like(b, g, 1)), c_like(b, g, static_cast<double>(size))),
+               c_like(b, g, 1)),
+      c_like(b, g, 2));
   return {x, c_like(b, g, size / 2.0)};
 }
 
 // The taps of one spatial dimension.
 struct DimTaps {
-  std::vector<Value> at;      // tap coordinate (integral float) [N, O...]
-  std::vector<Value> w, dw;   // weight and d weight / d source coordinate
-  Value mult;                 // d source coordinate / d grid component
+  std::vector<Value> at;     // tap coordinate (integral float) [N, O...]
+  std::vector<Value> w, dw;  // weight and d weight / d source coordinate
+  Value mult;                // d source coordinate / d grid component
 };
 
 // Cubic convolution weights (A = -0.75) of the 4 taps at distance t in [0, 1) past the second,
@@ -139,7 +143,8 @@ void cubic_weights(Builder& b, const Value& t, std::vector<Value>& w, std::vecto
 
 // two_d: CPU's 2-d kernel spells the bilinear weights 1 - t and t (t = x - floor(x)); its 3-d
 // kernel (floor(x) + 1) - x and x - floor(x).
-DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t padding, bool align, bool two_d) {
+DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t padding, bool align,
+                 bool two_d) {
   DimTaps d;
   Coord u = unnormalize(b, g, size, align, two_d);
   if (mode == kBicubic) {
@@ -170,9 +175,9 @@ DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t pad
 }
 
 struct Sampler {
-  int n = 2;               // spatial dims
-  Shape in_spatial;        // S...
-  Shape o;                 // [N, O...]
+  int n = 2;         // spatial dims
+  Shape in_spatial;  // S...
+  Shape o;           // [N, O...]
   int64_t channels = 0;
   std::vector<DimTaps> dims;  // per spatial dim, input order (D, H, W)
   bool cubic = false;
@@ -189,7 +194,8 @@ Sampler make_sampler(Ctx& c, const Value& input, const Value& grid, DType t, int
   const int64_t padding = c.int_arg(mode_arg + 1);
   const bool align = c.bool_arg(mode_arg + 2);
   s.cubic = mode == kBicubic;
-  if (mode == kBicubic && s.n != 2) throw std::invalid_argument("grid_sampler_3d: bicubic interpolation only supports 4D input");
+  if (mode == kBicubic && s.n != 2)
+    throw std::invalid_argument("grid_sampler_3d: bicubic interpolation only supports 4D input");
   Value gt = hlo::convert(b, grid, t);
   for (int k = 0; k < s.n; ++k) {
     int comp = s.n - 1 - k;
@@ -297,7 +303,9 @@ std::vector<Value> lower_grid_sampler(Ctx& c) {
   Sampler s = make_sampler(c, x, c.tensor(1), t, 2);
   Value xl = channels_last(b, x);
   Shape vs = with_channels(s.o, s.channels);
-  auto bc = [&](const Value& w) { return hlo::broadcast_in_dim(b, w, vs, leading_dims(static_cast<int>(s.o.size()))); };
+  auto bc = [&](const Value& w) {
+    return hlo::broadcast_in_dim(b, w, vs, leading_dims(static_cast<int>(s.o.size())));
+  };
   Value out, row;
   for_each_combo(s, [&](const std::vector<int>& tap) {
     Value v = sample(b, s, xl, locate(b, s, tap));
@@ -355,8 +363,10 @@ void grid_grad_terms(Builder& b, const Sampler& s, const std::vector<Value>& val
   if (bilinear_2d) {
     const Value &v00 = vals[0], &v01 = vals[1], &v10 = vals[2], &v11 = vals[3];  // (y, x)
     const DimTaps &y = s.dims[0], &x = s.dims[1];
-    Value gx = hlo::add(b, hlo::mul(b, hlo::sub(b, v01, v00), bc(y.w[0])), hlo::mul(b, hlo::sub(b, v11, v10), bc(y.w[1])));
-    Value gyy = hlo::add(b, hlo::mul(b, hlo::sub(b, v10, v00), bc(x.w[0])), hlo::mul(b, hlo::sub(b, v11, v01), bc(x.w[1])));
+    Value gx = hlo::add(b, hlo::mul(b, hlo::sub(b, v01, v00), bc(y.w[0])),
+                        hlo::mul(b, hlo::sub(b, v11, v10), bc(y.w[1])));
+    Value gyy = hlo::add(b, hlo::mul(b, hlo::sub(b, v10, v00), bc(x.w[0])),
+                         hlo::mul(b, hlo::sub(b, v11, v01), bc(x.w[1])));
     ggrid[1] = channel_ordered_sum(b, {hlo::mul(b, gx, gy)}, orank);
     ggrid[0] = channel_ordered_sum(b, {hlo::mul(b, gyy, gy)}, orank);
     return;
@@ -367,7 +377,7 @@ void grid_grad_terms(Builder& b, const Sampler& s, const std::vector<Value>& val
     const Value& v = vals[i++];
     for (int k = 0; k < s.n; ++k) {
       Value term = s.cubic ? hlo::mul(b, v, gy) : v;  // bicubic: ((v * gy) * x factor) * y factor
-      for (int j = s.n - 1; j >= 0; --j)  // x, y, z order, as CPU multiplies
+      for (int j = s.n - 1; j >= 0; --j)              // x, y, z order, as CPU multiplies
         term = hlo::mul(b, term, bc(j == k ? s.dims[j].dw[tap[j]] : s.dims[j].w[tap[j]]));
       if (!s.cubic) term = hlo::mul(b, term, gy);
       terms[k].push_back(term);

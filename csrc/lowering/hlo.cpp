@@ -28,9 +28,8 @@ Type scalar_type(DType dtype) { return Type{dtype, {}}; }
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   if (dim < -r || dim >= r)
-    throw std::out_of_range("Dimension out of range (expected to be in range of [" +
-                            std::to_string(-r) + ", " + std::to_string(r - 1) + "], but got " +
-                            std::to_string(dim) + ")");
+    throw std::out_of_range("Dimension out of range (expected to be in range of [" + std::to_string(-r) +
+                            ", " + std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")");
   return dim < 0 ? dim + r : dim;
 }
 
@@ -83,8 +82,7 @@ Value full(Builder& b, const Type& type, double v) {
 
 Value convert(Builder& b, const Value& v, DType dtype) {
   if (v.dtype() == dtype) return v;
-  if (dtype == DType::Bool && ir::is_complex(v.dtype()))
-    return compare(b, v, full(b, v.type, 0), "NE");
+  if (dtype == DType::Bool && ir::is_complex(v.dtype())) return compare(b, v, full(b, v.type, 0), "NE");
   if (ir::is_complex(v.dtype()) && !ir::is_complex(dtype)) {
     Value re = b.op1("stablehlo.real", {v}, with_dtype(v.type, ir::real_type(v.dtype())));
     return convert(b, re, dtype);
@@ -103,12 +101,10 @@ Value transpose(Builder& b, const Value& v, const std::vector<int64_t>& perm) {
   if (identity) return v;
   Shape shape;
   for (int64_t p : perm) shape.push_back(v.shape()[p]);
-  return b.op1("stablehlo.transpose", {v}, Type{v.dtype(), shape},
-               "permutation = " + ir::i64_array(perm));
+  return b.op1("stablehlo.transpose", {v}, Type{v.dtype(), shape}, "permutation = " + ir::i64_array(perm));
 }
 
-Value broadcast_in_dim(Builder& b, const Value& v, const Shape& shape,
-                       const std::vector<int64_t>& dims) {
+Value broadcast_in_dim(Builder& b, const Value& v, const Shape& shape, const std::vector<int64_t>& dims) {
   if (v.shape() == shape) {
     bool identity = true;
     for (size_t i = 0; i < dims.size(); ++i) identity &= dims[i] == static_cast<int64_t>(i);
@@ -138,8 +134,8 @@ Value broadcast_to(Builder& b, const Value& v, const Shape& shape) {
   return broadcast_in_dim(b, src, shape, kept_dims);
 }
 
-Value slice(Builder& b, const Value& v, const std::vector<int64_t>& start,
-            const std::vector<int64_t>& limit, const std::vector<int64_t>& strides_in) {
+Value slice(Builder& b, const Value& v, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
+            const std::vector<int64_t>& strides_in) {
   std::vector<int64_t> strides = strides_in.empty() ? std::vector<int64_t>(v.rank(), 1) : strides_in;
   Shape shape;
   bool identity = true;
@@ -150,8 +146,8 @@ Value slice(Builder& b, const Value& v, const std::vector<int64_t>& start,
   }
   if (identity) return v;
   return b.op1("stablehlo.slice", {v}, Type{v.dtype(), shape},
-               "start_indices = " + ir::i64_array(start) + ", limit_indices = " +
-                   ir::i64_array(limit) + ", strides = " + ir::i64_array(strides));
+               "start_indices = " + ir::i64_array(start) + ", limit_indices = " + ir::i64_array(limit) +
+                   ", strides = " + ir::i64_array(strides));
 }
 
 Value slice_dim(Builder& b, const Value& v, int dim, int64_t start, int64_t limit, int64_t step) {
@@ -180,8 +176,8 @@ Value pad(Builder& b, const Value& v, const Value& pad_value, const std::vector<
     shape.push_back(low[i] + high[i] + n + (n > 0 ? (n - 1) * interior[i] : 0));
   }
   return b.op1("stablehlo.pad", {v, pad_value}, Type{v.dtype(), shape},
-               "edge_padding_low = " + ir::i64_array(low) + ", edge_padding_high = " +
-                   ir::i64_array(high) + ", interior_padding = " + ir::i64_array(interior));
+               "edge_padding_low = " + ir::i64_array(low) + ", edge_padding_high = " + ir::i64_array(high) +
+                   ", interior_padding = " + ir::i64_array(interior));
 }
 
 Value iota(Builder& b, const Type& type, int64_t dim) {
@@ -225,8 +221,8 @@ Value neg(Builder& b, const Value& x) { return unary(b, "stablehlo.negate", x); 
 Value compare(Builder& b, const Value& x, const Value& y, const std::string& dir) {
   DType t = x.dtype();
   const char* type = ir::is_floating(t) || ir::is_complex(t) ? "FLOAT"
-                     : ir::is_unsigned(t)                     ? "UNSIGNED"
-                                                              : "SIGNED";
+                     : ir::is_unsigned(t)                    ? "UNSIGNED"
+                                                             : "SIGNED";
   return b.op1("stablehlo.compare", {x, y}, with_dtype(x.type, DType::Bool),
                "comparison_direction = #stablehlo<comparison_direction " + dir +
                    ">, compare_type = #stablehlo<comparison_type " + type + ">");
@@ -240,9 +236,8 @@ Value logical_not(Builder& b, const Value& x) { return unary(b, "stablehlo.not",
 
 Value scalar_like(Builder& b, const Value& x, double v) { return full(b, x.type, v); }
 
-std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs,
-                                const std::vector<Value>& inits, const std::vector<int64_t>& dims,
-                                const Builder::RegionBody& body) {
+std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,
+                                const std::vector<int64_t>& dims, const Builder::RegionBody& body) {
   Shape out_shape;
   for (int i = 0; i < xs[0].rank(); ++i) {
     bool reduced = false;
@@ -255,8 +250,8 @@ std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs,
   for (const Value& x : xs) results.push_back(Type{x.dtype(), out_shape});
   for (const Value& x : xs) region_args.push_back(Type{x.dtype(), {}});
   for (const Value& x : xs) region_args.push_back(Type{x.dtype(), {}});
-  return b.op_with_region("stablehlo.reduce", operands, results,
-                          "dimensions = " + ir::i64_array(dims), region_args, body);
+  return b.op_with_region("stablehlo.reduce", operands, results, "dimensions = " + ir::i64_array(dims),
+                          region_args, body);
 }
 
 Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims,
@@ -276,10 +271,9 @@ Value indices_in_range(Builder& b, const Value& index, int64_t size) {
   return reduce(b, ok, constant_int(b, DType::Bool, 1), dims, "stablehlo.and");
 }
 
-Value dot_general(Builder& b, const Value& lhs, const Value& rhs,
-                  const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch,
-                  const std::vector<int64_t>& lhs_contract, const std::vector<int64_t>& rhs_contract,
-                  DType out_dtype) {
+Value dot_general(Builder& b, const Value& lhs, const Value& rhs, const std::vector<int64_t>& lhs_batch,
+                  const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
+                  const std::vector<int64_t>& rhs_contract, DType out_dtype) {
   Shape shape;
   for (int64_t d : lhs_batch) shape.push_back(lhs.shape()[d]);
   auto free_dims = [&](const Value& v, const std::vector<int64_t>& batch,
@@ -293,11 +287,11 @@ Value dot_general(Builder& b, const Value& lhs, const Value& rhs,
   };
   free_dims(lhs, lhs_batch, lhs_contract);
   free_dims(rhs, rhs_batch, rhs_contract);
-  std::string attrs = "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " +
-                      ir::i64_list(lhs_batch) + ", rhs_batching_dimensions = " +
-                      ir::i64_list(rhs_batch) + ", lhs_contracting_dimensions = " +
-                      ir::i64_list(lhs_contract) + ", rhs_contracting_dimensions = " +
-                      ir::i64_list(rhs_contract) + ">";
+  std::string attrs =
+      "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " + ir::i64_list(lhs_batch) +
+      ", rhs_batching_dimensions = " + ir::i64_list(rhs_batch) +
+      ", lhs_contracting_dimensions = " + ir::i64_list(lhs_contract) +
+      ", rhs_contracting_dimensions = " + ir::i64_list(rhs_contract) + ">";
   return b.op1("stablehlo.dot_general", {lhs, rhs}, Type{out_dtype, shape}, attrs);
 }
 
@@ -336,8 +330,8 @@ ConvDims ConvDims::nchw(int spatial) {
   return d;
 }
 
-Value convolution(Builder& b, const Value& lhs, const Value& rhs, const ConvDims& d,
-                  const ConvWindow& w, DType out_dtype) {
+Value convolution(Builder& b, const Value& lhs, const Value& rhs, const ConvDims& d, const ConvWindow& w,
+                  DType out_dtype) {
   size_t n = d.input_spatial.size();
   std::vector<int64_t> strides = ones_if_empty(w.strides, n);
   std::vector<int64_t> ld = ones_if_empty(w.lhs_dilation, n), rd = ones_if_empty(w.rhs_dilation, n);
@@ -350,51 +344,44 @@ Value convolution(Builder& b, const Value& lhs, const Value& rhs, const ConvDims
     shape[d.output_spatial[i]] =
         window_out(lhs.shape()[d.input_spatial[i]], ld[i], padding[i].first, padding[i].second,
                    rhs.shape()[d.kernel_spatial[i]], rd[i], strides[i]);
-  std::string dims =
-      "#stablehlo.conv<raw input_batch_dimension = " + std::to_string(d.input_batch) +
-      ", input_feature_dimension = " + std::to_string(d.input_feature) +
-      ", input_spatial_dimensions = " + ir::i64_list(d.input_spatial) +
-      ", kernel_input_feature_dimension = " + std::to_string(d.kernel_input_feature) +
-      ", kernel_output_feature_dimension = " + std::to_string(d.kernel_output_feature) +
-      ", kernel_spatial_dimensions = " + ir::i64_list(d.kernel_spatial) +
-      ", output_batch_dimension = " + std::to_string(d.output_batch) +
-      ", output_feature_dimension = " + std::to_string(d.output_feature) +
-      ", output_spatial_dimensions = " + ir::i64_list(d.output_spatial) + ">";
-  std::string attrs = "batch_group_count = " + std::to_string(w.batch_group_count) +
-                      " : i64, dimension_numbers = " + dims +
-                      ", feature_group_count = " + std::to_string(w.feature_group_count) +
-                      " : i64, lhs_dilation = " + ir::i64_array(ld) +
-                      ", padding = " + padding_attr(padding) +
-                      ", rhs_dilation = " + ir::i64_array(rd) +
-                      ", window_strides = " + ir::i64_array(strides);
+  std::string dims = "#stablehlo.conv<raw input_batch_dimension = " + std::to_string(d.input_batch) +
+                     ", input_feature_dimension = " + std::to_string(d.input_feature) +
+                     ", input_spatial_dimensions = " + ir::i64_list(d.input_spatial) +
+                     ", kernel_input_feature_dimension = " + std::to_string(d.kernel_input_feature) +
+                     ", kernel_output_feature_dimension = " + std::to_string(d.kernel_output_feature) +
+                     ", kernel_spatial_dimensions = " + ir::i64_list(d.kernel_spatial) +
+                     ", output_batch_dimension = " + std::to_string(d.output_batch) +
+                     ", output_feature_dimension = " + std::to_string(d.output_feature) +
+                     ", output_spatial_dimensions = " + ir::i64_list(d.output_spatial) + ">";
+  std::string attrs =
+      "batch_group_count = " + std::to_string(w.batch_group_count) + " : i64, dimension_numbers = " + dims +
+      ", feature_group_count = " + std::to_string(w.feature_group_count) +
+      " : i64, lhs_dilation = " + ir::i64_array(ld) + ", padding = " + padding_attr(padding) +
+      ", rhs_dilation = " + ir::i64_array(rd) + ", window_strides = " + ir::i64_array(strides);
   return b.op1("stablehlo.convolution", {lhs, rhs}, Type{out_dtype, shape}, attrs);
 }
 
-std::vector<Value> reduce_window(Builder& b, const std::vector<Value>& xs,
-                                 const std::vector<Value>& inits,
-                                 const std::vector<int64_t>& window,
-                                 const std::vector<int64_t>& strides_in,
+std::vector<Value> reduce_window(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,
+                                 const std::vector<int64_t>& window, const std::vector<int64_t>& strides_in,
                                  const std::vector<std::pair<int64_t, int64_t>>& padding_in,
-                                 const std::vector<int64_t>& dilation_in,
-                                 const Builder::RegionBody& body) {
+                                 const std::vector<int64_t>& dilation_in, const Builder::RegionBody& body) {
   size_t r = static_cast<size_t>(xs[0].rank());
   std::vector<int64_t> strides = ones_if_empty(strides_in, r), dilation = ones_if_empty(dilation_in, r);
   std::vector<std::pair<int64_t, int64_t>> padding = padding_in;
   if (padding.empty()) padding.assign(r, {0, 0});
   Shape shape(r);
   for (size_t i = 0; i < r; ++i)
-    shape[i] = window_out(xs[0].shape()[i], 1, padding[i].first, padding[i].second, window[i],
-                          dilation[i], strides[i]);
+    shape[i] = window_out(xs[0].shape()[i], 1, padding[i].first, padding[i].second, window[i], dilation[i],
+                          strides[i]);
   std::vector<Value> operands = xs;
   operands.insert(operands.end(), inits.begin(), inits.end());
   std::vector<Type> results, region_args;
   for (const Value& x : xs) results.push_back(Type{x.dtype(), shape});
   for (int k = 0; k < 2; ++k)
     for (const Value& x : xs) region_args.push_back(Type{x.dtype(), {}});
-  std::string attrs = "padding = " + padding_attr(padding) +
-                      ", window_dilations = " + ir::i64_array(dilation) +
-                      ", window_dimensions = " + ir::i64_array(window) +
-                      ", window_strides = " + ir::i64_array(strides);
+  std::string attrs =
+      "padding = " + padding_attr(padding) + ", window_dilations = " + ir::i64_array(dilation) +
+      ", window_dimensions = " + ir::i64_array(window) + ", window_strides = " + ir::i64_array(strides);
   return b.op_with_region("stablehlo.reduce_window", operands, results, attrs, region_args, body);
 }
 

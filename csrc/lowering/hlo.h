@@ -22,12 +22,11 @@ Value full(Builder& b, const Type& type, double v);
 Value convert(Builder& b, const Value& v, DType dtype);  // no-op when dtypes match
 Value reshape(Builder& b, const Value& v, const Shape& shape);
 Value transpose(Builder& b, const Value& v, const std::vector<int64_t>& perm);
-Value broadcast_in_dim(Builder& b, const Value& v, const Shape& shape,
-                       const std::vector<int64_t>& dims);
+Value broadcast_in_dim(Builder& b, const Value& v, const Shape& shape, const std::vector<int64_t>& dims);
 // NumPy/PyTorch broadcasting of `v` to `shape` (trailing dimensions aligned).
 Value broadcast_to(Builder& b, const Value& v, const Shape& shape);
-Value slice(Builder& b, const Value& v, const std::vector<int64_t>& start,
-            const std::vector<int64_t>& limit, const std::vector<int64_t>& strides = {});
+Value slice(Builder& b, const Value& v, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
+            const std::vector<int64_t>& strides = {});
 // Slice along one dimension [start, limit) with step.
 Value slice_dim(Builder& b, const Value& v, int dim, int64_t start, int64_t limit, int64_t step = 1);
 Value concatenate(Builder& b, const std::vector<Value>& vs, int64_t dim);
@@ -37,10 +36,9 @@ Value iota(Builder& b, const Type& type, int64_t dim);
 Value reverse(Builder& b, const Value& v, const std::vector<int64_t>& dims);
 Value dynamic_slice(Builder& b, const Value& v, const std::vector<Value>& starts,
                     const std::vector<int64_t>& sizes);
-Value dynamic_update_slice(Builder& b, const Value& v, const Value& update,
-                           const std::vector<Value>& starts);
+Value dynamic_update_slice(Builder& b, const Value& v, const Value& update, const std::vector<Value>& starts);
 
-Value unary(Builder& b, const std::string& op, const Value& x);    // "stablehlo.exponential"
+Value unary(Builder& b, const std::string& op, const Value& x);                   // "stablehlo.exponential"
 Value binary(Builder& b, const std::string& op, const Value& x, const Value& y);  // same types
 Value add(Builder& b, const Value& x, const Value& y);
 Value sub(Builder& b, const Value& x, const Value& y);
@@ -60,13 +58,11 @@ Value scalar_like(Builder& b, const Value& x, double v);
 Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims,
              const std::string& op);
 // Variadic reduce over several operands with a custom body.
-std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs,
-                                const std::vector<Value>& inits, const std::vector<int64_t>& dims,
-                                const Builder::RegionBody& body);
-Value dot_general(Builder& b, const Value& lhs, const Value& rhs,
-                  const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch,
-                  const std::vector<int64_t>& lhs_contract, const std::vector<int64_t>& rhs_contract,
-                  DType out_dtype);
+std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,
+                                const std::vector<int64_t>& dims, const Builder::RegionBody& body);
+Value dot_general(Builder& b, const Value& lhs, const Value& rhs, const std::vector<int64_t>& lhs_batch,
+                  const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
+                  const std::vector<int64_t>& rhs_contract, DType out_dtype);
 
 // stablehlo.convolution. Dimension numbers name which dimension of each operand plays which
 // role; the result type follows from them (StableHLO's shape rules), in `out_dtype`.
@@ -81,9 +77,9 @@ struct ConvDims {
   static ConvDims nchw(int spatial);
 };
 struct ConvWindow {
-  std::vector<int64_t> strides;                       // per spatial dim (empty: all 1)
-  std::vector<std::pair<int64_t, int64_t>> padding;   // (low, high), may be negative (empty: 0)
-  std::vector<int64_t> lhs_dilation, rhs_dilation;    // empty: all 1
+  std::vector<int64_t> strides;                      // per spatial dim (empty: all 1)
+  std::vector<std::pair<int64_t, int64_t>> padding;  // (low, high), may be negative (empty: 0)
+  std::vector<int64_t> lhs_dilation, rhs_dilation;   // empty: all 1
   int64_t feature_group_count = 1, batch_group_count = 1;
 };
 Value convolution(Builder& b, const Value& lhs, const Value& rhs, const ConvDims& dims,
@@ -92,10 +88,8 @@ Value convolution(Builder& b, const Value& lhs, const Value& rhs, const ConvDims
 // stablehlo.reduce_window over several operands (same shapes) with `body` combining
 // (accumulators..., values...). Empty strides / dilations mean 1; padding (low, high) per
 // dimension (empty: none) is filled with the init values.
-std::vector<Value> reduce_window(Builder& b, const std::vector<Value>& xs,
-                                 const std::vector<Value>& inits,
-                                 const std::vector<int64_t>& window,
-                                 const std::vector<int64_t>& strides,
+std::vector<Value> reduce_window(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,
+                                 const std::vector<int64_t>& window, const std::vector<int64_t>& strides,
                                  const std::vector<std::pair<int64_t, int64_t>>& padding,
                                  const std::vector<int64_t>& window_dilation,
                                  const Builder::RegionBody& body);

@@ -73,7 +73,8 @@ std::vector<Value> lower_col2im(Ctx& c) {
       Value blk = hlo::reshape(b, hlo::slice_dim(b, blocks, 2, k, k + 1), {n, ch, oh, ow});
       int64_t lo_h = i * g.dh, lo_w = j * g.dw;
       int64_t hi_h = hp - lo_h - ((oh - 1) * g.sh + 1), hi_w = wp - lo_w - ((ow - 1) * g.sw + 1);
-      Value placed = hlo::pad(b, blk, zero, {0, 0, lo_h, lo_w}, {0, 0, hi_h, hi_w}, {0, 0, g.sh - 1, g.sw - 1});
+      Value placed =
+          hlo::pad(b, blk, zero, {0, 0, lo_h, lo_w}, {0, 0, hi_h, hi_w}, {0, 0, g.sh - 1, g.sw - 1});
       img = k == 0 ? placed : hlo::add(b, img, placed);
     }
   img = hlo::slice(b, img, {0, 0, g.ph, g.pw}, {n, ch, g.ph + h, g.pw + w});

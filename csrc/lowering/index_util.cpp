@@ -23,13 +23,11 @@ Value gather(Builder& b, const Value& operand, const Value& indices, const Gathe
   size_t bi = 0, oi = 0;
   for (size_t p = 0; p < batch.size() + offsets.size(); ++p)
     shape.push_back(contains(d.offset_dims, p) ? offsets[oi++] : batch[bi++]);
-  std::string attrs = "dimension_numbers = #stablehlo.gather<offset_dims = " +
-                      ir::i64_list(d.offset_dims) +
+  std::string attrs = "dimension_numbers = #stablehlo.gather<offset_dims = " + ir::i64_list(d.offset_dims) +
                       ", collapsed_slice_dims = " + ir::i64_list(d.collapsed_slice_dims) +
                       ", start_index_map = " + ir::i64_list(d.start_index_map) +
                       ", index_vector_dim = " + std::to_string(d.index_vector_dim) +
-                      ">, slice_sizes = " + ir::i64_array(d.slice_sizes) +
-                      ", indices_are_sorted = false";
+                      ">, slice_sizes = " + ir::i64_array(d.slice_sizes) + ", indices_are_sorted = false";
   return b.op1("stablehlo.gather", {operand, indices}, Type{operand.dtype(), shape}, attrs);
 }
 
@@ -38,17 +36,16 @@ Value scatter(Builder& b, const Value& operand, const Value& indices, const Valu
   std::string attrs = "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " +
                       ir::i64_list(d.update_window_dims) +
                       ", inserted_window_dims = " + ir::i64_list(d.inserted_window_dims) +
-                      ", scatter_dims_to_operand_dims = " +
-                      ir::i64_list(d.scatter_dims_to_operand_dims) +
+                      ", scatter_dims_to_operand_dims = " + ir::i64_list(d.scatter_dims_to_operand_dims) +
                       ", index_vector_dim = " + std::to_string(d.index_vector_dim) +
                       ">, indices_are_sorted = false, unique_indices = false";
   Type scalar{operand.dtype(), {}};
-  return b.op_with_region(
-      "stablehlo.scatter", {operand, indices, updates}, {operand.type}, attrs, {scalar, scalar},
-      [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-        if (combine.empty()) return {a[1]};
-        return {hlo::binary(rb, combine, a[0], a[1])};
-      })[0];
+  return b.op_with_region("stablehlo.scatter", {operand, indices, updates}, {operand.type}, attrs,
+                          {scalar, scalar},
+                          [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                            if (combine.empty()) return {a[1]};
+                            return {hlo::binary(rb, combine, a[0], a[1])};
+                          })[0];
 }
 
 Value wrap_index(Builder& b, const Value& index, int64_t size) {
@@ -74,9 +71,7 @@ Value element_coords(Builder& b, const Value& index, int64_t dim, int64_t dim_si
   return hlo::concatenate(b, parts, r);
 }
 
-Value at_least_1d(Builder& b, const Value& v) {
-  return v.rank() == 0 ? hlo::reshape(b, v, {1}) : v;
-}
+Value at_least_1d(Builder& b, const Value& v) { return v.rank() == 0 ? hlo::reshape(b, v, {1}) : v; }
 
 Value gather_along(Builder& b, const Value& operand, int64_t dim, const Value& index) {
   GatherDims d;
@@ -90,8 +85,8 @@ Value gather_along(Builder& b, const Value& operand, int64_t dim, const Value& i
   return gather(b, operand, hlo::reshape(b, index, {index.shape()[0], 1}), d);
 }
 
-Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index,
-                    const Value& updates, const std::string& combine) {
+Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index, const Value& updates,
+                    const std::string& combine) {
   // Indices [N, 1]; the update dimension `dim` walks the indices, every other is a window.
   Value ind = hlo::reshape(b, wrap_index(b, index, operand.shape()[dim]), {updates.shape()[dim], 1});
   ScatterDims d;
@@ -124,8 +119,8 @@ Value gather_elements(Builder& b, const Value& self, const Value& index, int64_t
   return gather(b, self, coords, d);
 }
 
-Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim,
-                       const Value& updates, const std::string& combine) {
+Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim, const Value& updates,
+                       const std::string& combine) {
   if (index.type.numel() == 0) return self;
   const int64_t r = self.rank();
   Value coords = element_coords(b, index, dim, self.shape()[dim]);
@@ -142,7 +137,8 @@ void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negat
   Value i = hlo::convert(c.b, index, DType::I64);
   Value lo = hlo::full(c.b, i.type, allow_negative ? -static_cast<double>(size) : 0.0);
   Value hi = hlo::full(c.b, i.type, static_cast<double>(size));
-  Value ok = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, i, lo, "GE"), hlo::compare(c.b, i, hi, "LT"));
+  Value ok =
+      hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, i, lo, "GE"), hlo::compare(c.b, i, hi, "LT"));
   std::vector<int64_t> dims;
   for (int d = 0; d < ok.rank(); ++d) dims.push_back(d);
   if (!dims.empty()) ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
@@ -163,14 +159,16 @@ Value nonzero_coords(Builder& b, const Value& mask, int64_t count, int64_t fill)
   if (rank == 0) return hlo::full(b, Type{DType::I64, {count, 0}}, 0);
   Type flat{DType::I64, {n}};
   Value iota = hlo::iota(b, flat, 0);
-  Value keyed = hlo::select(b, hlo::reshape(b, mask, {n}), iota, hlo::add(b, iota, hlo::full(b, flat, double(n))));
-  if (count > n) keyed = hlo::concatenate(b, {keyed, hlo::full(b, Type{DType::I64, {count - n}}, double(2 * n))}, 0);
-  Value sorted = b.op_with_region(
-      "stablehlo.sort", {keyed}, {keyed.type}, "dimension = 0 : i64, is_stable = false",
-      {Type{DType::I64, {}}, Type{DType::I64, {}}},
-      [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-        return {hlo::compare(rb, a[0], a[1], "LT")};
-      })[0];
+  Value keyed =
+      hlo::select(b, hlo::reshape(b, mask, {n}), iota, hlo::add(b, iota, hlo::full(b, flat, double(n))));
+  if (count > n)
+    keyed = hlo::concatenate(b, {keyed, hlo::full(b, Type{DType::I64, {count - n}}, double(2 * n))}, 0);
+  Value sorted =
+      b.op_with_region("stablehlo.sort", {keyed}, {keyed.type}, "dimension = 0 : i64, is_stable = false",
+                       {Type{DType::I64, {}}, Type{DType::I64, {}}},
+                       [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                         return {hlo::compare(rb, a[0], a[1], "LT")};
+                       })[0];
   Type t{DType::I64, {count}};
   Value flat_idx = hlo::slice(b, sorted, {0}, {count});
   Value missing = hlo::compare(b, flat_idx, hlo::full(b, t, double(n)), "GE");

@@ -49,8 +49,8 @@ Value element_coords(Builder& b, const Value& index, int64_t dim, int64_t dim_si
 // torch.gather / torch.scatter along `dim`: out[p] = self[p with p[dim] = index[p]], and the
 // scatter of `updates` (the index's shape) to those positions, combined as in `scatter`.
 Value gather_elements(Builder& b, const Value& self, const Value& index, int64_t dim);
-Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim,
-                       const Value& updates, const std::string& combine);
+Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim, const Value& updates,
+                       const std::string& combine);
 
 // `v` reshaped to rank 1 when it is 0-d (gather/scatter along dim 0 of a 0-d tensor).
 Value at_least_1d(Builder& b, const Value& v);
@@ -61,8 +61,8 @@ Value gather_along(Builder& b, const Value& operand, int64_t dim, const Value& i
 
 // Scatter along one dimension (index_add/index_copy/index_fill/index_put-like along `dim`):
 // rows updates[..., i, ...] (at position `dim`) go to operand[..., index[i], ...].
-Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index,
-                    const Value& updates, const std::string& combine);
+Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index, const Value& updates,
+                    const std::string& combine);
 
 // Adds a runtime check (Ctx::require) that every entry of `index` lies in [0, size), or in
 // [-size, size) when negative indices wrap; PyTorch raises `message` otherwise.

@@ -67,13 +67,13 @@ Value mask_ranks(ir::Builder& b, const Value& mask_flat, int64_t count) {
 // [B..., rest...] result maps to PyTorch's order (B inserted at the first indexed dimension
 // when the indexed dimensions are adjacent, else in front).
 struct Advanced {
-  Value self_t;                 // self with indexed dims first
-  std::vector<int64_t> perm;    // self_t = transpose(self, perm)
-  Value coords;                 // i64 [B..., n_indexed]
-  Shape batch;                  // B
-  Shape rest;                   // sizes of the non-indexed dims, in order
+  Value self_t;               // self with indexed dims first
+  std::vector<int64_t> perm;  // self_t = transpose(self, perm)
+  Value coords;               // i64 [B..., n_indexed]
+  Shape batch;                // B
+  Shape rest;                 // sizes of the non-indexed dims, in order
   int64_t n_indexed = 0;
-  int64_t insert_at = 0;        // position of B in PyTorch's result
+  int64_t insert_at = 0;  // position of B in PyTorch's result
 };
 
 Advanced prepare_advanced(Ctx& c, const Value& self, const Arg& list) {
@@ -167,7 +167,8 @@ Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bo
   Value mk = hlo::reshape(c.b, hlo::convert(c.b, mask, DType::Bool), {m});
   Value vals = hlo::convert(c.b, c.tensor(2), self.dtype());
   const int rank = static_cast<int>(flat.size());
-  if (vals.rank() > rank) vals = hlo::reshape(c.b, vals, Shape(vals.shape().end() - rank, vals.shape().end()));
+  if (vals.rank() > rank)
+    vals = hlo::reshape(c.b, vals, Shape(vals.shape().end() - rank, vals.shape().end()));
   if (vals.rank() < rank) {
     Shape s(rank - vals.rank(), 1);
     s.insert(s.end(), vals.shape().begin(), vals.shape().end());
@@ -179,7 +180,8 @@ Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bo
   if (count == 1) {
     rows = hlo::broadcast_to(c.b, vals, flat);
   } else {
-    Value trues = hlo::reduce(c.b, hlo::convert(c.b, mk, DType::I64), hlo::constant_int(c.b, DType::I64, 0), {0}, "stablehlo.add");
+    Value trues = hlo::reduce(c.b, hlo::convert(c.b, mk, DType::I64), hlo::constant_int(c.b, DType::I64, 0),
+                              {0}, "stablehlo.add");
     c.require(hlo::compare(c.b, trues, hlo::constant_int(c.b, DType::I64, count), "EQ"),
               "shape mismatch: value tensor cannot be broadcast to indexing result");
     Shape full = flat;
@@ -206,7 +208,8 @@ std::vector<Value> lower_index_put(Ctx& c) {
   }
   if (masks > 0) {
     if (masks > 1 || others > 0)
-      throw std::invalid_argument("torch_tpu: index_put with a boolean mask and other index tensors is not supported");
+      throw std::invalid_argument(
+          "torch_tpu: index_put with a boolean mask and other index tensors is not supported");
     // Every entry before the mask is None and stands for one dimension.
     return {index_put_mask(c, self, list[mask_at], mask_at, accumulate)};
   }
@@ -262,9 +265,8 @@ std::vector<Value> lower_index_select(Ctx& c) {
 
 // Shared body of index_add / index_copy / index_fill: rows `updates` (self's shape with `dim`
 // of size index.numel()) scattered along `dim`.
-Value index_scatter(Ctx& c, const Value& self_in, int64_t dim, const Value& index,
-                    const Value& updates_in, const std::string& combine, bool allow_negative,
-                    const std::string& message_prefix = "") {
+Value index_scatter(Ctx& c, const Value& self_in, int64_t dim, const Value& index, const Value& updates_in,
+                    const std::string& combine, bool allow_negative, const std::string& message_prefix = "") {
   Value self = idx::at_least_1d(c.b, self_in);
   const int64_t size = self.shape()[dim];
   idx::require_in_range(c, index, size, allow_negative, message_prefix + idx::out_of_bounds(dim, size));
@@ -288,8 +290,9 @@ std::vector<Value> lower_index_add(Ctx& c) {
   Value src = hlo::convert(c.b, c.tensor(3), opmath);
   if (c.has(4)) {
     Value alpha = hlo::convert(c.b, c.tensor(4), opmath);
-    src = t == DType::Bool ? hlo::binary(c.b, "stablehlo.and", src, hlo::broadcast_to(c.b, alpha, src.shape()))
-                           : hlo::mul(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()));
+    src = t == DType::Bool
+              ? hlo::binary(c.b, "stablehlo.and", src, hlo::broadcast_to(c.b, alpha, src.shape()))
+              : hlo::mul(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()));
   }
   src = hlo::convert(c.b, src, t);
   return {index_scatter(c, self, dim, c.tensor(2), src, idx::add_op(t), false)};
@@ -337,7 +340,8 @@ std::vector<Value> lower_index_reduce(Ctx& c) {
   if (!ir::is_floating(t)) {
     // Integer division truncates; floor is one less where the remainder is negative.
     Value rem = hlo::binary(c.b, "stablehlo.remainder", sum, counts);
-    q = hlo::select(c.b, hlo::compare(c.b, rem, hlo::full(c.b, count_type, 0), "LT"), hlo::sub(c.b, q, one), q);
+    q = hlo::select(c.b, hlo::compare(c.b, rem, hlo::full(c.b, count_type, 0), "LT"), hlo::sub(c.b, q, one),
+                    q);
   }
   return {hlo::convert(c.b, q, t)};
 }
@@ -405,7 +409,8 @@ std::vector<Value> lower_masked_scatter(Ctx& c) {
   const Value& source = c.tensor(2);
   const int64_t s = source.type.numel();
   if (n > 0) {
-    Value count = hlo::reduce(c.b, hlo::convert(c.b, mask, DType::I64), hlo::constant_int(c.b, DType::I64, 0), {0}, "stablehlo.add");
+    Value count = hlo::reduce(c.b, hlo::convert(c.b, mask, DType::I64), hlo::constant_int(c.b, DType::I64, 0),
+                              {0}, "stablehlo.add");
     c.require(hlo::compare(c.b, count, hlo::constant_int(c.b, DType::I64, s), "LE"),
               "Number of elements of source < number of ones in mask");
   }

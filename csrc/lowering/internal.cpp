@@ -41,7 +41,9 @@ std::vector<Value> lower_count_nonzero(Ctx& c) {
 }
 
 // The count is the result's first dimension (read on the host first).
-std::vector<Value> lower_nonzero(Ctx& c) { return {idx::nonzero_coords(c.b, nonzero_mask(c), c.out().shape[0], 0)}; }
+std::vector<Value> lower_nonzero(Ctx& c) {
+  return {idx::nonzero_coords(c.b, nonzero_mask(c), c.out().shape[0], 0)};
+}
 
 // nonzero_static(self, *, size, fill_value)
 std::vector<Value> lower_nonzero_static(Ctx& c) {

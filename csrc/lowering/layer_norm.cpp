@@ -97,7 +97,8 @@ std::vector<Value> lower_layer_norm(Ctx& c) {
   // CPU stores a bf16/f16 input's statistics in that dtype unless a parameter is float
   // (is_mixed_type); the results keep the meta kernel's float dtype with the rounded values, which
   // the backward then reads as CPU's does.
-  bool mixed = (c.has(2) && c.tensor(2).dtype() == DType::F32) || (c.has(3) && c.tensor(3).dtype() == DType::F32);
+  bool mixed =
+      (c.has(2) && c.tensor(2).dtype() == DType::F32) || (c.has(3) && c.tensor(3).dtype() == DType::F32);
   DType stored = mixed ? acc : c.tensor(0).dtype();
   return {finish(c, y, 0), finish(c, precision::round_to(b, s.mean, stored), 1),
           finish(c, precision::round_to(b, s.rstd, stored), 2)};
@@ -120,7 +121,8 @@ std::vector<Value> lower_layer_norm_backward(Ctx& c) {
   Value mean = hlo::broadcast_to(b, hlo::convert(b, c.tensor(3), acc), x.shape());
   Value rstd = hlo::broadcast_to(b, hlo::convert(b, c.tensor(4), acc), x.shape());
   Value xhat = hlo::mul(b, hlo::sub(b, x, mean), rstd);
-  Value dxhat = c.has(5) ? hlo::mul(b, g, hlo::broadcast_to(b, hlo::convert(b, c.tensor(5), acc), x.shape())) : g;
+  Value dxhat =
+      c.has(5) ? hlo::mul(b, g, hlo::broadcast_to(b, hlo::convert(b, c.tensor(5), acc), x.shape())) : g;
   auto mean_back = [&](const Value& v) {
     Value s = reduce::sum(b, v, dims);
     s = hlo::div(b, s, hlo::full(b, s.type, n));

@@ -1,6 +1,7 @@
 // Cholesky factorization and the solves built on it: cholesky, linalg_cholesky_ex,
 // _cholesky_solve_helper (cholesky_solve) and cholesky_inverse: the factorization as a loop
-// (for LAPACK's info), the solves on stablehlo.triangular_solve. Real dtypes (the transposes below are plain, not conjugating).
+// (for LAPACK's info), the solves on stablehlo.triangular_solve. Real dtypes (the transposes below are plain,
+// not conjugating).
 #include "lowering/hlo.h"
 #include "lowering/linalg_util.h"
 #include "lowering/reduce_util.h"
@@ -49,7 +50,8 @@ Potrf potrf(ir::Builder& b, const Value& a, bool upper, const Type& info_type) {
   Value src = upper ? linalg::mT(b, a) : a;
   std::vector<int64_t> prefix;
   for (int d = 0; d < r - 2; ++d) prefix.push_back(d);
-  auto body = [&, prefix](ir::Builder& rb, const Value& j, const std::vector<Value>& s) -> std::vector<Value> {
+  auto body = [&, prefix](ir::Builder& rb, const Value& j,
+                          const std::vector<Value>& s) -> std::vector<Value> {
     Value l = s[0], info = s[1];
     ir::Shape col_shape = linalg::batch_of(l.shape(), 1);
     Value col = column(rb, l, j);  // [..., n]
@@ -69,8 +71,10 @@ Potrf potrf(ir::Builder& b, const Value& a, bool upper, const Type& info_type) {
     Value jm = hlo::broadcast_in_dim(rb, j, l.shape(), {});
     Value lr = spread(rb, lc, l.shape(), r - 1), lcc = spread(rb, lc, l.shape(), r - 2);
     Value updated = hlo::sub(rb, l, hlo::mul(rb, lr, lcc));
-    Value trailing = hlo::binary(rb, "stablehlo.and", hlo::compare(rb, rid, jm, "GT"), hlo::compare(rb, cid, jm, "GT"));
-    Value col_j = hlo::binary(rb, "stablehlo.and", hlo::compare(rb, rid, jm, "GE"), hlo::compare(rb, cid, jm, "EQ"));
+    Value trailing =
+        hlo::binary(rb, "stablehlo.and", hlo::compare(rb, rid, jm, "GT"), hlo::compare(rb, cid, jm, "GT"));
+    Value col_j =
+        hlo::binary(rb, "stablehlo.and", hlo::compare(rb, rid, jm, "GE"), hlo::compare(rb, cid, jm, "EQ"));
     Value next = hlo::select(rb, trailing, updated, hlo::select(rb, col_j, lr, l));
     l = hlo::select(rb, hlo::broadcast_in_dim(rb, step, l.shape(), prefix), next, l);
     Value j1 = hlo::convert(rb, hlo::add(rb, j, hlo::constant_int(rb, DType::I64, 1)), info.dtype());

@@ -19,6 +19,7 @@ struct Rotation {
 Rotation rotation(ir::Builder& b, const ir::Value& app, const ir::Value& aqq, const ir::Value& apq,
                   const ir::Value& active);
 // Columns p and q of x rotated: (c x_p - s x_q, s x_p + c x_q).
-ir::Value rotate_columns(ir::Builder& b, const ir::Value& x, const Rotation& r, const ir::Value& p, const ir::Value& q);
+ir::Value rotate_columns(ir::Builder& b, const ir::Value& x, const Rotation& r, const ir::Value& p,
+                         const ir::Value& q);
 
 }  // namespace tpu::lowering::linalg

@@ -77,8 +77,9 @@ std::vector<Value> ldl_step(Builder& b, const std::vector<Value>& st) {
   Value kb = bcast(b, kc, {n});
   Value zero_s = hlo::constant(b, s.dtype(), 0);
   Value one_s = hlo::constant(b, s.dtype(), 1);
-  Value alpha = hlo::div(b, hlo::add(b, one_s, hlo::unary(b, "stablehlo.sqrt", hlo::constant(b, s.dtype(), 17))),
-                         hlo::constant(b, s.dtype(), 8));
+  Value alpha =
+      hlo::div(b, hlo::add(b, one_s, hlo::unary(b, "stablehlo.sqrt", hlo::constant(b, s.dtype(), 17))),
+               hlo::constant(b, s.dtype(), 8));
 
   Value absakk = hlo::unary(b, "stablehlo.abs", at2(b, s, kc, kc));
   auto [colmax, imax] = abs_max(b, col(b, s, kc), hlo::compare(b, idx, kb, "GT"), n);
@@ -86,8 +87,10 @@ std::vector<Value> ldl_step(Builder& b, const std::vector<Value>& st) {
   Value not_imax = hlo::compare(b, idx, bcast(b, imax, {n}), "NE");
   Value rowmax = abs_max(b, row(b, s, imax), mask_and(b, hlo::compare(b, idx, kb, "GE"), not_imax), n).first;
   Value c1 = hlo::compare(b, absakk, hlo::mul(b, alpha, colmax), "GE");
-  Value c2 = hlo::compare(b, absakk, hlo::mul(b, hlo::mul(b, alpha, colmax), hlo::div(b, colmax, rowmax)), "GE");
-  Value c3 = hlo::compare(b, hlo::unary(b, "stablehlo.abs", at2(b, s, imax, imax)), hlo::mul(b, alpha, rowmax), "GE");
+  Value c2 =
+      hlo::compare(b, absakk, hlo::mul(b, hlo::mul(b, alpha, colmax), hlo::div(b, colmax, rowmax)), "GE");
+  Value c3 = hlo::compare(b, hlo::unary(b, "stablehlo.abs", at2(b, s, imax, imax)),
+                          hlo::mul(b, alpha, rowmax), "GE");
   Value keep_k = mask_or(b, singular, mask_or(b, c1, c2));
   Value kp = hlo::select(b, keep_k, kc, imax);
   Value two = hlo::logical_not(b, mask_or(b, keep_k, c3));
@@ -145,8 +148,8 @@ std::vector<Value> ldl_step(Builder& b, const std::vector<Value>& st) {
   Value first_zero = mask_and(b, singular, hlo::compare(b, info, hlo::constant_int(b, DType::I32, 0), "EQ"));
   Value in = hlo::select(b, first_zero, hlo::convert(b, hlo::add(b, kc, i64(b, 1)), DType::I32), info);
   Value kn = hlo::add(b, kc, kstep);
-  return {hlo::select(b, active, sn, st[0]), hlo::select(b, active, pn, piv), hlo::select(b, active, in, info),
-          hlo::select(b, active, kn, k)};
+  return {hlo::select(b, active, sn, st[0]), hlo::select(b, active, pn, piv),
+          hlo::select(b, active, in, info), hlo::select(b, active, kn, k)};
 }
 
 // linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False) -> (LD, pivots, info)
@@ -169,10 +172,10 @@ std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
     // The lower triangle is the input (sytrf never reads the upper one).
     Type mt{DType::I64, m.shape()};
     m = hlo::select(b, hlo::compare(b, hlo::iota(b, mt, 0), hlo::iota(b, mt, 1), "GE"), m, linalg::mT(b, m));
-    std::vector<Value> init{m, hlo::full(b, Type{DType::I32, {n}}, 0), hlo::constant_int(b, DType::I32, 0), z};
-    std::vector<Value> r = linalg::fori_loop(b, n, init, [](Builder& rb, const Value&, const std::vector<Value>& s) {
-      return ldl_step(rb, s);
-    });
+    std::vector<Value> init{m, hlo::full(b, Type{DType::I32, {n}}, 0), hlo::constant_int(b, DType::I32, 0),
+                            z};
+    std::vector<Value> r = linalg::fori_loop(
+        b, n, init, [](Builder& rb, const Value&, const std::vector<Value>& s) { return ldl_step(rb, s); });
     Value ld = linalg::tril(b, r[0]);
     return {st[0], hlo::dynamic_update_slice(b, st[1], hlo::reshape(b, ld, {1, n, n}), {i, z, z}),
             hlo::dynamic_update_slice(b, st[2], hlo::reshape(b, r[1], {1, n}), {i, z}),
@@ -188,15 +191,20 @@ std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
               "torch.linalg.ldl_factor_ex: the factorization could not be completed: the block diagonal D "
               "is exactly singular (info > 0)");
   }
-  return {hlo::reshape(c.b, out[1], a.shape()), hlo::reshape(c.b, out[2], ps), hlo::reshape(c.b, out[3], batch)};
+  return {hlo::reshape(c.b, out[1], a.shape()), hlo::reshape(c.b, out[2], ps),
+          hlo::reshape(c.b, out[3], batch)};
 }
 
 // --- linalg_ldl_solve: LAPACK sytrs (lower) on the factorization above ---------------------------
 
-Value elem(Builder& b, const Value& v, const Value& i) { return hlo::reshape(b, hlo::dynamic_slice(b, v, {i}, {1}), {}); }
+Value elem(Builder& b, const Value& v, const Value& i) {
+  return hlo::reshape(b, hlo::dynamic_slice(b, v, {i}, {1}), {});
+}
 
 // x^T y over rows: [n] x [n, r] -> [r].
-Value vec_mat(Builder& b, const Value& x, const Value& y) { return hlo::dot_general(b, x, y, {}, {}, {0}, {0}, y.dtype()); }
+Value vec_mat(Builder& b, const Value& x, const Value& y) {
+  return hlo::dot_general(b, x, y, {}, {}, {0}, {0}, y.dtype());
+}
 
 Value set_row(Builder& b, const Value& x, const Value& i, const Value& r) {
   Type mt{DType::I64, x.shape()};
@@ -286,11 +294,11 @@ std::vector<Value> lower_linalg_ldl_solve(Ctx& c) {
     Value p = hlo::reshape(b, hlo::dynamic_slice(b, st[1], {i, z}, {1, n}), {n});
     Value x = hlo::reshape(b, hlo::dynamic_slice(b, st[2], {i, z, z}, {1, n, r}), {n, r});
     x = linalg::fori_loop(b, n, {x, l, p, z}, [](Builder& rb, const Value&, const std::vector<Value>& s) {
-          return ldl_solve_forward(rb, s);
-        })[0];
-    x = linalg::fori_loop(b, n, {x, l, p, i64(b, n - 1)}, [](Builder& rb, const Value&, const std::vector<Value>& s) {
-          return ldl_solve_backward(rb, s);
-        })[0];
+      return ldl_solve_forward(rb, s);
+    })[0];
+    x = linalg::fori_loop(
+        b, n, {x, l, p, i64(b, n - 1)},
+        [](Builder& rb, const Value&, const std::vector<Value>& s) { return ldl_solve_backward(rb, s); })[0];
     return {st[0], st[1], hlo::dynamic_update_slice(b, st[2], hlo::reshape(b, x, {1, n, r}), {i, z, z})};
   };
   Value out = linalg::fori_loop(c.b, count, {ld, piv, rhs}, body)[2];

@@ -37,7 +37,9 @@ Value spread(Builder& b, const Value& v, const Shape& shape, int new_dim) {
   return hlo::broadcast_in_dim(b, v, shape, dims);
 }
 
-Value scalar_to(Builder& b, const Value& s, const Shape& shape) { return hlo::broadcast_in_dim(b, s, shape, {}); }
+Value scalar_to(Builder& b, const Value& s, const Shape& shape) {
+  return hlo::broadcast_in_dim(b, s, shape, {});
+}
 
 }  // namespace
 
@@ -78,7 +80,8 @@ LuResult lu_factor(Builder& b, const Value& a) {
     Value dz = hlo::compare(rb, d, hlo::full(rb, d.type, 0), "EQ");
     Value recip = hlo::div(rb, hlo::full(rb, d.type, 1), hlo::select(rb, dz, hlo::full(rb, d.type, 1), d));
     Value l = column(rb, lu, i);
-    l = hlo::select(rb, spread(rb, dz, col_shape, r - 2), l, hlo::mul(rb, l, spread(rb, recip, col_shape, r - 2)));
+    l = hlo::select(rb, spread(rb, dz, col_shape, r - 2), l,
+                    hlo::mul(rb, l, spread(rb, recip, col_shape, r - 2)));
     // Trailing update A[r, c] -= l[r] * u[c] for r, c > i; the scaled column for c == i.
     Value lb = spread(rb, l, lu.shape(), r - 1), ub = spread(rb, row_p, lu.shape(), r - 2);
     Value isb = scalar_to(rb, i, lu.shape());
@@ -94,7 +97,8 @@ LuResult lu_factor(Builder& b, const Value& a) {
     Value p1 = hlo::convert(rb, hlo::add(rb, p, hlo::full(rb, p.type, 1)), DType::I32);
     piv = hlo::select(rb, at, spread(rb, p1, piv.shape(), r - 2), piv);
     Value i1 = hlo::convert(rb, hlo::add(rb, i, hlo::constant_int(rb, DType::I64, 1)), DType::I32);
-    Value first = hlo::binary(rb, "stablehlo.and", dz, hlo::compare(rb, info, hlo::full(rb, info.type, 0), "EQ"));
+    Value first =
+        hlo::binary(rb, "stablehlo.and", dz, hlo::compare(rb, info, hlo::full(rb, info.type, 0), "EQ"));
     info = hlo::select(rb, first, scalar_to(rb, i1, info.shape()), info);
     return {lu, piv, info};
   };
@@ -162,8 +166,7 @@ Value lu_solve_left(Builder& b, const Value& lu, const Value& pivots, const Valu
 
 }  // namespace
 
-Value lu_solve(Builder& b, const Value& lu, const Value& pivots, const Value& rhs, bool left,
-               bool adjoint) {
+Value lu_solve(Builder& b, const Value& lu, const Value& pivots, const Value& rhs, bool left, bool adjoint) {
   if (left) return lu_solve_left(b, lu, pivots, rhs, adjoint);
   // X A = B  <=>  A^T X^T = B^T
   return mT(b, lu_solve_left(b, lu, pivots, mT(b, rhs), !adjoint));

@@ -96,7 +96,8 @@ std::vector<Value> lower_linalg_slogdet(Ctx& c) {
   int last = d.rank() - 1;
   Value sgn = hlo::mul(c.b, pivots_sign(c.b, f.pivots, a.dtype()),
                        reduce::prod(c.b, hlo::unary(c.b, "stablehlo.sign", d), {last}));
-  Value logabs = reduce::sum(c.b, hlo::unary(c.b, "stablehlo.log", hlo::unary(c.b, "stablehlo.abs", d)), {last});
+  Value logabs =
+      reduce::sum(c.b, hlo::unary(c.b, "stablehlo.log", hlo::unary(c.b, "stablehlo.abs", d)), {last});
   return {sgn, logabs, f.lu, f.pivots};
 }
 

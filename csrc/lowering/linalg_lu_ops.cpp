@@ -20,9 +20,9 @@ std::vector<Value> unpack(Ctx& c, const Value& lu, const Value& pivots, int firs
   const Type& pt = c.out(first_out);
   const Type& lt = c.out(first_out + 1);
   const Type& ut = c.out(first_out + 2);
-  Value p = pt.numel() == 0 ? zeros(c, first_out)
-                            : linalg::permutation_matrix(
-                                  c.b, linalg::pivots_to_permutation(c.b, pivots, m), pt.dtype);
+  Value p = pt.numel() == 0
+                ? zeros(c, first_out)
+                : linalg::permutation_matrix(c.b, linalg::pivots_to_permutation(c.b, pivots, m), pt.dtype);
   if (p.type.shape != pt.shape && pt.numel() != 0) p = hlo::broadcast_to(c.b, p, pt.shape);
   Value l = zeros(c, first_out + 1), u = zeros(c, first_out + 2);
   int r = lu.rank();
@@ -48,7 +48,8 @@ std::vector<Value> lower_linalg_lu_factor_ex(Ctx& c) {
     Value ok = hlo::compare(c.b, f.info, hlo::full(c.b, f.info.type, 0), "EQ");
     std::vector<int64_t> dims;
     for (int i = 0; i < ok.rank(); ++i) dims.push_back(i);
-    if (!dims.empty()) ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
+    if (!dims.empty())
+      ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
     c.require(ok, "linalg.lu_factor: U[i, i] is zero, the factorization is singular.");
   }
   return {f.lu, f.pivots, f.info};
@@ -63,7 +64,9 @@ std::vector<Value> lower_linalg_lu(Ctx& c) {
 
 // lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True) -> (P, L, U)
 std::vector<Value> lower_lu_unpack(Ctx& c) {
-  linalg::require_real(c.tensor(0), "lu_unpack"); return unpack(c, c.tensor(0), c.tensor(1), 0); }
+  linalg::require_real(c.tensor(0), "lu_unpack");
+  return unpack(c, c.tensor(0), c.tensor(1), 0);
+}
 
 // linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False)
 std::vector<Value> lower_linalg_lu_solve(Ctx& c) {

@@ -53,12 +53,13 @@ std::vector<Value> lower_matrix_exp(Ctx& c) {
   std::vector<int64_t> all(batch.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   Value max_steps = all.empty() ? steps : reduce::max(b, steps, all);
-  Value result = linalg::fori_loop(b, max_steps, {t, steps}, [&](ir::Builder& rb, const Value& i, const std::vector<Value>& st) {
-    Value go = hlo::compare(rb, hlo::broadcast_in_dim(rb, i, st[1].shape(), {}), st[1], "LT");
-    Value squared = linalg::matmul(rb, st[0], st[0]);
-    Value pick = hlo::broadcast_in_dim(rb, go, st[0].shape(), batch_dims);
-    return std::vector<Value>{hlo::select(rb, pick, squared, st[0]), st[1]};
-  })[0];
+  Value result = linalg::fori_loop(
+      b, max_steps, {t, steps}, [&](ir::Builder& rb, const Value& i, const std::vector<Value>& st) {
+        Value go = hlo::compare(rb, hlo::broadcast_in_dim(rb, i, st[1].shape(), {}), st[1], "LT");
+        Value squared = linalg::matmul(rb, st[0], st[0]);
+        Value pick = hlo::broadcast_in_dim(rb, go, st[0].shape(), batch_dims);
+        return std::vector<Value>{hlo::select(rb, pick, squared, st[0]), st[1]};
+      })[0];
   return {hlo::convert(b, result, c.out().dtype)};
 }
 

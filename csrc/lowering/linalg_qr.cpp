@@ -3,8 +3,8 @@
 // beta e_1 with beta = -sign(alpha) * ||x|| (R's diagonal may be negative), and a column whose
 // part below the diagonal is already zero gets no reflection (tau = 0). Q is then accumulated
 // from the stored reflectors (orgqr), last reflector first. Real dtypes.
-#include "lowering/hlo.h"
 #include "lowering/linalg_qr.h"
+#include "lowering/hlo.h"
 #include "lowering/reduce_util.h"
 #include "lowering/registry.h"
 
@@ -20,7 +20,9 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
-Value scalar_to(Builder& b, const Value& s, const Shape& shape) { return hlo::broadcast_in_dim(b, s, shape, {}); }
+Value scalar_to(Builder& b, const Value& s, const Shape& shape) {
+  return hlo::broadcast_in_dim(b, s, shape, {});
+}
 
 // v [..., k] broadcast along the new dimension `new_dim` of `shape`.
 Value spread(Builder& b, const Value& v, const Shape& shape, int new_dim) {
@@ -128,11 +130,14 @@ Value orgqr(Builder& b, const Householder& f, int64_t cols) {
     Value q = s[0], a = s[1], taus = s[2];
     Value j = hlo::sub(rb, hlo::constant_int(rb, DType::I64, k - 1), i);
     Value v = reflector(rb, a, j);
-    Value tau = column(rb, hlo::reshape(rb, taus, [&] {
-                         Shape t = taus.shape();
-                         t.insert(t.end() - 1, 1);
-                         return t;
-                       }()), j);
+    Value tau = column(rb,
+                       hlo::reshape(rb, taus,
+                                    [&] {
+                                      Shape t = taus.shape();
+                                      t.insert(t.end() - 1, 1);
+                                      return t;
+                                    }()),
+                       j);
     tau = hlo::reshape(rb, tau, linalg::batch_of(taus.shape(), 1));
     return {rank1_update(rb, q, tau, v, vec_mat(rb, v, q)), a, taus};
   };
@@ -200,7 +205,8 @@ std::vector<Value> lower_ormqr(Ctx& c) {
     Value cx = s[0], refl = s[1], taus = s[2];
     Value j = backwards ? hlo::sub(rb, hlo::constant_int(rb, DType::I64, k - 1), i) : i;
     Value v = linalg::reflector(rb, refl, j);  // [..., nq]
-    Value tau_j = linalg::elem_at(rb, taus, hlo::broadcast_in_dim(rb, j, linalg::batch_of(taus.shape(), 1), {}));
+    Value tau_j =
+        linalg::elem_at(rb, taus, hlo::broadcast_in_dim(rb, j, linalg::batch_of(taus.shape(), 1), {}));
     std::vector<int64_t> bd;
     for (int d = 0; d < r - 2; ++d) bd.push_back(d);
     if (left) {

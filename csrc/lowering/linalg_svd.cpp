@@ -37,7 +37,8 @@ std::vector<Value> rotate(Builder& b, const Value& w, const Value& v, const Valu
   double eps = w.dtype() == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
   Value thresh = hlo::mul(b, hlo::full(b, t, eps), hlo::unary(b, "stablehlo.sqrt", hlo::mul(b, alpha, beta)));
   Value active = hlo::compare(b, hlo::unary(b, "stablehlo.abs", gamma), thresh, "GT");
-  active = hlo::binary(b, "stablehlo.and", active, hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
+  active = hlo::binary(b, "stablehlo.and", active,
+                       hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
   // The rotation that diagonalizes the Gram block [[alpha, gamma], [gamma, beta]].
   linalg::Rotation r = linalg::rotation(b, alpha, beta, gamma, active);
   return {linalg::rotate_columns(b, w, r, p, q), linalg::rotate_columns(b, v, r, p, q)};
@@ -82,8 +83,8 @@ std::vector<Value> lower_linalg_svd(Ctx& c) {
   auto sweep = [&](Builder& b, const Value&, const std::vector<Value>& s) {
     return linalg::fori_loop(b, k, s, [&](Builder& b2, const Value& p, const std::vector<Value>& s2) {
       std::vector<Value> in{s2[0], s2[1], p};
-      std::vector<Value> o = linalg::fori_loop(
-          b2, k, in, [](Builder& b3, const Value& q, const std::vector<Value>& s3) {
+      std::vector<Value> o =
+          linalg::fori_loop(b2, k, in, [](Builder& b3, const Value& q, const std::vector<Value>& s3) {
             std::vector<Value> rv = rotate(b3, s3[0], s3[1], s3[2], q);
             return std::vector<Value>{rv[0], rv[1], s3[2]};
           });
@@ -92,7 +93,8 @@ std::vector<Value> lower_linalg_svd(Ctx& c) {
   };
   std::vector<Value> st = linalg::fori_loop(c.b, k > 1 ? sweeps : 0, {w0, v0}, sweep);
   Value w = st[0], v = st[1];
-  Value norms = hlo::unary(c.b, "stablehlo.sqrt", reduce::sum(c.b, hlo::mul(c.b, w, w), {r - 2}));  // [..., k]
+  Value norms =
+      hlo::unary(c.b, "stablehlo.sqrt", reduce::sum(c.b, hlo::mul(c.b, w, w), {r - 2}));  // [..., k]
   // Sort descending by S, carrying the column indices.
   Value idx = hlo::iota(c.b, Type{DType::I64, norms.shape()}, r - 2);
   auto greater = [](Builder& rb, const std::vector<Value>& x) -> std::vector<Value> {
@@ -101,7 +103,8 @@ std::vector<Value> lower_linalg_svd(Ctx& c) {
   std::vector<Value> sorted = c.b.op_with_region(
       "stablehlo.sort", {norms, idx}, {norms.type, idx.type},
       "dimension = " + std::to_string(r - 2) + " : i64, is_stable = true",
-      {Type{norms.dtype(), {}}, Type{norms.dtype(), {}}, Type{DType::I64, {}}, Type{DType::I64, {}}}, greater);
+      {Type{norms.dtype(), {}}, Type{norms.dtype(), {}}, Type{DType::I64, {}}, Type{DType::I64, {}}},
+      greater);
   Value sv = sorted[0];
   if (!compute_uv) return {hlo::full(c.b, c.out(0), 0), sv, hlo::full(c.b, c.out(2), 0)};
   w = permute_cols(c.b, w, sorted[1]);

@@ -9,7 +9,8 @@ namespace tpu::lowering::linalg {
 
 void require_real(const Value& x, const char* op) {
   if (ir::is_complex(x.dtype()))
-    throw std::invalid_argument(std::string("torch_tpu: ") + op + " does not support complex tensors on tpu yet");
+    throw std::invalid_argument(std::string("torch_tpu: ") + op +
+                                " does not support complex tensors on tpu yet");
 }
 
 Value mT(Builder& b, const Value& x) {
@@ -58,12 +59,11 @@ Value eye(Builder& b, const Type& t) {
 Value diagonal(Builder& b, const Value& x) {
   int r = x.rank();
   int64_t k = std::min(x.dim(-1), x.dim(-2));
-  Value sq = hlo::slice(b, x, std::vector<int64_t>(r, 0),
-                        [&] {
-                          Shape lim = x.shape();
-                          lim[r - 1] = lim[r - 2] = k;
-                          return lim;
-                        }());
+  Value sq = hlo::slice(b, x, std::vector<int64_t>(r, 0), [&] {
+    Shape lim = x.shape();
+    lim[r - 1] = lim[r - 2] = k;
+    return lim;
+  }());
   Value on = hlo::compare(b, hlo::iota(b, Type{DType::I64, sq.shape()}, r - 1),
                           hlo::iota(b, Type{DType::I64, sq.shape()}, r - 2), "EQ");
   return reduce::sum(b, hlo::select(b, on, sq, hlo::full(b, sq.type, 0)), {r - 1});
@@ -94,15 +94,15 @@ Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, 
   if (rhs.type.numel() == 0) return hlo::full(b, rhs.type, 0);
   // Zero the unused triangle so no implementation reads garbage from it.
   Value tri = lower ? tril(b, a) : triu(b, a);
-  std::string attrs = std::string("left_side = ") + (left ? "true" : "false") +
-                      ", lower = " + (lower ? "true" : "false") +
-                      ", unit_diagonal = " + (unit_diagonal ? "true" : "false") +
-                      ", transpose_a = #stablehlo<transpose " +
-                      (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">";
+  std::string attrs =
+      std::string("left_side = ") + (left ? "true" : "false") + ", lower = " + (lower ? "true" : "false") +
+      ", unit_diagonal = " + (unit_diagonal ? "true" : "false") + ", transpose_a = #stablehlo<transpose " +
+      (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">";
   return b.op1("stablehlo.triangular_solve", {tri, rhs}, rhs.type, attrs);
 }
 
-std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value>& init, const LoopBody& body) {
+std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value>& init,
+                             const LoopBody& body) {
   // Loop state: (i, n, init...); the bound travels with the state because regions capture nothing.
   std::vector<Value> operands{hlo::constant_int(b, DType::I64, 0), n};
   operands.insert(operands.end(), init.begin(), init.end());

@@ -52,6 +52,7 @@ Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, 
 using LoopBody = std::function<std::vector<Value>(Builder&, const Value& i, const std::vector<Value>& state)>;
 std::vector<Value> fori_loop(Builder& b, int64_t n, const std::vector<Value>& init, const LoopBody& body);
 // The same loop with a trip count known only at run time: `n` is a 0-d i64 value.
-std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value>& init, const LoopBody& body);
+std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value>& init,
+                             const LoopBody& body);
 
 }  // namespace tpu::lowering::linalg

@@ -133,10 +133,10 @@ std::vector<Value> lower_bce_with_logits(Ctx& c) {
   Shape s = loss_shape(c, {0, 1, 2, 3});
   Value x = arg_as(c, 0, acc, s), t = arg_as(c, 1, acc, s);
   Value zero = scalar(b, x, 0), one = scalar(b, x, 1);
-  Value ls = r(hlo::sub(b, hlo::min(b, x, zero),
-                        hlo::unary(b, "stablehlo.log_plus_one",
-                                   hlo::unary(b, "stablehlo.exponential",
-                                              hlo::neg(b, hlo::unary(b, "stablehlo.abs", x))))));
+  Value ls = r(hlo::sub(
+      b, hlo::min(b, x, zero),
+      hlo::unary(b, "stablehlo.log_plus_one",
+                 hlo::unary(b, "stablehlo.exponential", hlo::neg(b, hlo::unary(b, "stablehlo.abs", x))))));
   if (c.has(3)) {
     Value pw = arg_as(c, 3, acc, s);
     ls = r(hlo::mul(b, ls, r(hlo::add(b, r(hlo::mul(b, r(hlo::sub(b, pw, one)), t)), one))));
@@ -205,9 +205,9 @@ std::vector<Value> lower_huber_backward(Ctx& c) { return {piecewise_backward(c, 
 int64_t class_dim(const Value& self) { return self.rank() >= 2 ? 1 : 0; }
 
 struct NllTerms {
-  Value mask;     // self-shaped: the target class of each sample, and the sample is not ignored
-  Value w;        // target-shaped weights, 0 for ignored samples (accumulation dtype)
-  Value valid;    // target-shaped: not ignored
+  Value mask;   // self-shaped: the target class of each sample, and the sample is not ignored
+  Value w;      // target-shaped weights, 0 for ignored samples (accumulation dtype)
+  Value valid;  // target-shaped: not ignored
 };
 
 NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, int weight_arg, int64_t ignore) {
@@ -220,9 +220,9 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, int weight_ar
   Value tgt = hlo::convert(b, target, DType::I64);
   Value valid = hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(ignore)), "NE");
   // Targets other than ignore_index must name a class (the CPU kernel raises IndexError).
-  Value in_range = hlo::binary(
-      b, "stablehlo.and", hlo::compare(b, tgt, hlo::scalar_like(b, tgt, 0), "GE"),
-      hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(self.dim(cd))), "LT"));
+  Value in_range =
+      hlo::binary(b, "stablehlo.and", hlo::compare(b, tgt, hlo::scalar_like(b, tgt, 0), "GE"),
+                  hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(self.dim(cd))), "LT"));
   Value ok = hlo::binary(b, "stablehlo.or", in_range, hlo::logical_not(b, valid));
   c.require(reduce::prod(b, ok, reduce::dims_or_all({}, ok.rank())), "Target is out of bounds.");
   Value classes = hlo::iota(b, ir::Type{DType::I64, self.shape()}, cd);
@@ -235,7 +235,8 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, int weight_ar
     Value wt = hlo::broadcast_in_dim(b, hlo::convert(b, c.tensor(weight_arg), acc), self.shape(), {cd});
     w = reduce::sum(b, hlo::select(b, hit, wt, hlo::full(b, wt.type, 0)), {cd});
   } else {
-    w = hlo::select(b, valid, hlo::full(b, ir::Type{acc, tgt.shape()}, 1), hlo::full(b, ir::Type{acc, tgt.shape()}, 0));
+    w = hlo::select(b, valid, hlo::full(b, ir::Type{acc, tgt.shape()}, 1),
+                    hlo::full(b, ir::Type{acc, tgt.shape()}, 0));
   }
   return {hit, w, valid};
 }
@@ -279,8 +280,9 @@ std::vector<Value> lower_nll_loss_backward(Ctx& c) {
   std::vector<int64_t> other;
   for (int i = 0; i < self.rank(); ++i)
     if (i != cd) other.push_back(i);
-  Value per_sample = hlo::neg(b, hlo::mul(b, t.w, reduction == kNone ? hlo::reshape(b, g, t.w.shape())
-                                                                      : hlo::broadcast_in_dim(b, g, t.w.shape(), {})));
+  Value per_sample = hlo::neg(b, hlo::mul(b, t.w,
+                                          reduction == kNone ? hlo::reshape(b, g, t.w.shape())
+                                                             : hlo::broadcast_in_dim(b, g, t.w.shape(), {})));
   Value spread = hlo::broadcast_in_dim(b, per_sample, self.shape(), other);
   Value r = hlo::select(b, t.mask, spread, hlo::full(b, spread.type, 0));
   return {finish_grad(c, r)};

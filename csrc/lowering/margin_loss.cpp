@@ -24,7 +24,9 @@ using ir::Value;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-Value as_2d(Builder& b, const Value& x) { return x.rank() >= 2 ? x : hlo::reshape(b, x, {1, x.type.numel()}); }
+Value as_2d(Builder& b, const Value& x) {
+  return x.rank() >= 2 ? x : hlo::reshape(b, x, {1, x.type.numel()});
+}
 
 Value zeros_like(Builder& b, const Value& v) { return hlo::full(b, v.type, 0); }
 
@@ -36,7 +38,8 @@ Value reduce_samples(Ctx& c, const Value& per_sample, int64_t reduction) {
   Value r = per_sample;
   if (reduction != kNone) {
     r = reduce::sum(b, per_sample, {0});
-    if (reduction == kMean) r = hlo::div(b, r, hlo::constant(b, r.dtype(), static_cast<double>(per_sample.dim(0))));
+    if (reduction == kMean)
+      r = hlo::div(b, r, hlo::constant(b, r.dtype(), static_cast<double>(per_sample.dim(0))));
   }
   return hlo::reshape(b, hlo::convert(b, r, c.out().dtype), c.out().shape);
 }
@@ -66,7 +69,8 @@ MultiMargin multi_margin_terms(Ctx& c, int self_arg, int target_arg, int margin_
   Value ok = and_(b, hlo::compare(b, tgt, hlo::full(b, tgt.type, 0), "GE"),
                   hlo::compare(b, tgt, hlo::full(b, tgt.type, static_cast<double>(k)), "LT"));
   c.require(reduce::prod(b, ok, {0}), "target out of range");
-  m.hit = hlo::compare(b, hlo::iota(b, Type{DType::I64, {n, k}}, 1), hlo::broadcast_in_dim(b, tgt, {n, k}, {0}), "EQ");
+  m.hit = hlo::compare(b, hlo::iota(b, Type{DType::I64, {n, k}}, 1),
+                       hlo::broadcast_in_dim(b, tgt, {n, k}, {0}), "EQ");
   Value xy = reduce::sum(b, hlo::select(b, m.hit, m.x, zeros_like(b, m.x)), {1});
   Value margin = hlo::full(b, Type{t, {n, k}}, c.arg(margin_arg).d);
   m.z = hlo::add(b, hlo::sub(b, margin, hlo::broadcast_in_dim(b, xy, {n, k}, {0})), m.x);
@@ -86,7 +90,8 @@ std::vector<Value> lower_multi_margin_loss(Ctx& c) {
   Value h = c.arg(2).i == 1 ? m.z : hlo::mul(b, m.z, m.z);
   if (m.wy.valid()) h = hlo::mul(b, h, hlo::broadcast_in_dim(b, m.wy, h.shape(), {0, 1}));
   h = hlo::select(b, m.active, h, zeros_like(b, h));
-  Value per_sample = hlo::div(b, reduce::sum(b, h, {1}), hlo::full(b, Type{h.dtype(), {h.dim(0)}}, static_cast<double>(k)));
+  Value per_sample =
+      hlo::div(b, reduce::sum(b, h, {1}), hlo::full(b, Type{h.dtype(), {h.dim(0)}}, static_cast<double>(k)));
   return {reduce_samples(c, per_sample, c.int_arg(5))};
 }
 
@@ -137,13 +142,15 @@ MultiLabel multilabel_terms(Ctx& c, int self_arg, int target_arg) {
   m.onehot = and_(b, hlo::compare(b, classes, hlo::broadcast_in_dim(b, tgt, s3, {0, 1}), "EQ"),
                   hlo::broadcast_in_dim(b, valid, s3, {0, 1}));
   Value onehot_any = hlo::convert(b, m.onehot, DType::I32);
-  m.is_target = hlo::compare(b, reduce::sum(b, onehot_any, {1}), hlo::full(b, Type{DType::I32, {n, k}}, 0), "GT");
+  m.is_target =
+      hlo::compare(b, reduce::sum(b, onehot_any, {1}), hlo::full(b, Type{DType::I32, {n, k}}, 0), "GT");
   Value xk = hlo::broadcast_in_dim(b, m.x, s3, {0, 2});
   Value zeros3 = hlo::full(b, Type{t, s3}, 0);
   Value xy = reduce::sum(b, hlo::select(b, m.onehot, xk, zeros3), {2});  // [N, C(j)]
   m.z = hlo::add(b, hlo::sub(b, hlo::full(b, Type{t, s3}, 1), hlo::broadcast_in_dim(b, xy, s3, {0, 1})), xk);
-  m.active = and_(b, and_(b, hlo::broadcast_in_dim(b, valid, s3, {0, 1}),
-                          hlo::logical_not(b, hlo::broadcast_in_dim(b, m.is_target, s3, {0, 2}))),
+  m.active = and_(b,
+                  and_(b, hlo::broadcast_in_dim(b, valid, s3, {0, 1}),
+                       hlo::logical_not(b, hlo::broadcast_in_dim(b, m.is_target, s3, {0, 2}))),
                   hlo::compare(b, m.z, zeros3, "GT"));
   return m;
 }
@@ -154,7 +161,8 @@ std::vector<Value> lower_multilabel_margin_loss(Ctx& c) {
   MultiLabel m = multilabel_terms(c, 0, 1);
   const int64_t n = m.x.dim(0), k = m.x.dim(1);
   Value h = hlo::select(b, m.active, m.z, hlo::full(b, m.z.type, 0));
-  Value per_sample = hlo::div(b, reduce::sum(b, h, {1, 2}), hlo::full(b, Type{h.dtype(), {n}}, static_cast<double>(k)));
+  Value per_sample =
+      hlo::div(b, reduce::sum(b, h, {1, 2}), hlo::full(b, Type{h.dtype(), {n}}, static_cast<double>(k)));
   Value is_target = hlo::reshape(b, hlo::convert(b, m.is_target, c.out(1).dtype), c.out(1).shape);
   return {reduce_samples(c, per_sample, c.int_arg(2)), is_target};
 }
@@ -167,10 +175,11 @@ std::vector<Value> lower_multilabel_margin_loss_backward(Ctx& c) {
   DType t = m.x.dtype();
   Value a = hlo::convert(b, m.active, t);
   // Non-target k gains one per active (j, k); the class of target j loses one per active (j, .).
-  Value gain = reduce::sum(b, a, {1});                 // [N, C(k)]
-  Value per_target = reduce::sum(b, a, {2});           // [N, C(j)]
-  Value lose = reduce::sum(b, hlo::select(b, m.onehot, hlo::broadcast_in_dim(b, per_target, {n, k, k}, {0, 1}),
-                                          hlo::full(b, Type{t, {n, k, k}}, 0)),
+  Value gain = reduce::sum(b, a, {1});        // [N, C(k)]
+  Value per_target = reduce::sum(b, a, {2});  // [N, C(j)]
+  Value lose = reduce::sum(b,
+                           hlo::select(b, m.onehot, hlo::broadcast_in_dim(b, per_target, {n, k, k}, {0, 1}),
+                                       hlo::full(b, Type{t, {n, k, k}}, 0)),
                            {1});
   Value gx = hlo::div(b, hlo::sub(b, gain, lose), hlo::full(b, Type{t, {n, k}}, static_cast<double>(k)));
   gx = hlo::mul(b, gx, hlo::broadcast_to(b, row_grad(b, c.tensor(0), n, c.int_arg(3), t), {n, k}));

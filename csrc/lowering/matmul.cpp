@@ -20,8 +20,8 @@ DType acc_type(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F3
 
 // dot_general of `lhs` and `rhs` in the accumulation type of `out`.
 Value product(Ctx& c, const Value& lhs, const Value& rhs, const std::vector<int64_t>& lb,
-              const std::vector<int64_t>& rb, const std::vector<int64_t>& lc,
-              const std::vector<int64_t>& rc, DType out) {
+              const std::vector<int64_t>& rb, const std::vector<int64_t>& lc, const std::vector<int64_t>& rc,
+              DType out) {
   DType acc = acc_type(out);
   Value l = hlo::convert(c.b, lhs, out), r = hlo::convert(c.b, rhs, out);
   if (ir::is_complex(out) || ir::is_integral(out) || out == DType::Bool) {
@@ -134,7 +134,8 @@ std::vector<Value> lower_addbmm(Ctx& c) {
   const DType acc = per_batch.dtype();
   for (int64_t k = 1; k < batches; ++k) {
     Value p = entry(k);
-    if (c.has(4)) p = hlo::mul(c.b, hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(4), acc), p.shape()), p);
+    if (c.has(4))
+      p = hlo::mul(c.b, hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(4), acc), p.shape()), p);
     r = hlo::convert(c.b, hlo::add(c.b, hlo::convert(c.b, r, acc), p), out);
   }
   return {r};
@@ -152,7 +153,9 @@ Value addr_reduced(Ctx& c, const Value& a, const Value& b) {
   const ir::Type& out = c.out();
   DType acc = a.dtype();
   auto round = [&](const Value& v) { return precision::round_to(c.b, v, out.dtype); };
-  auto scalar = [&](int i) { return hlo::broadcast_to(c.b, round(hlo::convert(c.b, c.tensor(i), acc)), out.shape); };
+  auto scalar = [&](int i) {
+    return hlo::broadcast_to(c.b, round(hlo::convert(c.b, c.tensor(i), acc)), out.shape);
+  };
   Value p = a;
   if (c.has(4)) p = round(hlo::mul(c.b, scalar(4), p));
   p = round(hlo::mul(c.b, p, b));
@@ -174,7 +177,8 @@ std::vector<Value> lower_addr(Ctx& c) {
   ir::Shape shape{v1.shape()[0], v2.shape()[0]};
   Value a = hlo::broadcast_in_dim(c.b, v1, shape, {0});
   Value b = hlo::broadcast_in_dim(c.b, v2, shape, {1});
-  if (precision::is_reduced(out.dtype)) return {addr_reduced(c, hlo::broadcast_to(c.b, a, out.shape), hlo::broadcast_to(c.b, b, out.shape))};
+  if (precision::is_reduced(out.dtype))
+    return {addr_reduced(c, hlo::broadcast_to(c.b, a, out.shape), hlo::broadcast_to(c.b, b, out.shape))};
   Value p = acc == DType::Bool ? hlo::binary(c.b, "stablehlo.and", a, b) : hlo::mul(c.b, a, b);
   return {add_form(c, 0, 3, 4, p)};
 }

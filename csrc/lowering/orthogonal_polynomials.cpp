@@ -48,9 +48,9 @@ Value any(Builder& b, const Value& pred) {
 
 // `too_deep`: elements whose value needs more than kMaxSteps recurrence steps.
 void require_steps(Ctx& ctx, const Value& too_deep, const char* name) {
-  ctx.require(not_(ctx.b, any(ctx.b, too_deep)),
-              std::string("torch_tpu: ") + name + " supports degrees n <= " + std::to_string(kMaxSteps) +
-                  " on tpu (where no closed form applies)");
+  ctx.require(not_(ctx.b, any(ctx.b, too_deep)), std::string("torch_tpu: ") + name +
+                                                     " supports degrees n <= " + std::to_string(kMaxSteps) +
+                                                     " on tpu (where no closed form applies)");
 }
 
 Value is_even(Builder& b, const Value& n) {
@@ -72,13 +72,22 @@ Vs chebyshev(Ctx& ctx, Kind kind, bool shifted, const char* name) {
     // Values at y = 1 and y = -1.
     Value at_one, at_minus_one;
     switch (kind) {
-      case Kind::T: at_one = one, at_minus_one = pm(one); break;
-      case Kind::U: at_one = n1, at_minus_one = pm(n1); break;
-      case Kind::V: at_one = one, at_minus_one = pm(two_n1); break;
-      case Kind::W: at_one = two_n1, at_minus_one = pm(one); break;
+      case Kind::T:
+        at_one = one, at_minus_one = pm(one);
+        break;
+      case Kind::U:
+        at_one = n1, at_minus_one = pm(n1);
+        break;
+      case Kind::V:
+        at_one = one, at_minus_one = pm(two_n1);
+        break;
+      case Kind::W:
+        at_one = two_n1, at_minus_one = pm(one);
+        break;
     }
     // Closed forms inside (-1, 1), with theta = acos y.
-    Value theta = hlo::binary(b, "stablehlo.atan2", sqrt(b, hlo::mul(b, hlo::sub(b, one, y), hlo::add(b, one, y))), y);
+    Value theta =
+        hlo::binary(b, "stablehlo.atan2", sqrt(b, hlo::mul(b, hlo::sub(b, one, y), hlo::add(b, one, y))), y);
     auto cos_ = [&](const Value& v) { return hlo::unary(b, "stablehlo.cosine", v); };
     auto sin_ = [&](const Value& v) { return hlo::unary(b, "stablehlo.sine", v); };
     Value closed;
@@ -114,10 +123,18 @@ Vs chebyshev(Ctx& ctx, Kind kind, bool shifted, const char* name) {
     }
     Value q0;
     switch (kind) {
-      case Kind::T: q0 = y; break;
-      case Kind::U: q0 = hlo::add(b, y, y); break;
-      case Kind::V: q0 = add_c(b, hlo::add(b, y, y), -1); break;
-      case Kind::W: q0 = add_c(b, hlo::add(b, y, y), 1); break;
+      case Kind::T:
+        q0 = y;
+        break;
+      case Kind::U:
+        q0 = hlo::add(b, y, y);
+        break;
+      case Kind::V:
+        q0 = add_c(b, hlo::add(b, y, y), -1);
+        break;
+      case Kind::W:
+        q0 = add_c(b, hlo::add(b, y, y), 1);
+        break;
     }
     Value two_y = hlo::add(b, y, y);
     Value rec = recurrence(b, n, one, q0, [&](int, const Value& p, const Value& q) {

@@ -38,10 +38,12 @@ Value pad_dim(Builder& b, const Value& x, int d, int64_t lo, int64_t hi, bool re
     for (int i = 0; i < x.rank(); ++i) dims.push_back(i);
     return hlo::broadcast_in_dim(b, e, s, dims);
   };
-  if (lo > 0) parts.push_back(reflect ? hlo::reverse(b, hlo::slice_dim(b, x, d, 1, lo + 1), {d}) : border(0, lo));
+  if (lo > 0)
+    parts.push_back(reflect ? hlo::reverse(b, hlo::slice_dim(b, x, d, 1, lo + 1), {d}) : border(0, lo));
   parts.push_back(hlo::slice_dim(b, x, d, std::max<int64_t>(0, -lo), w - std::max<int64_t>(0, -hi)));
   if (hi > 0)
-    parts.push_back(reflect ? hlo::reverse(b, hlo::slice_dim(b, x, d, w - 1 - hi, w - 1), {d}) : border(w - 1, hi));
+    parts.push_back(reflect ? hlo::reverse(b, hlo::slice_dim(b, x, d, w - 1 - hi, w - 1), {d})
+                            : border(w - 1, hi));
   return parts.size() == 1 ? parts[0] : hlo::concatenate(b, parts, d);
 }
 
@@ -65,12 +67,14 @@ Value pad_dim_backward(Builder& b, const Value& g, int d, int64_t w, int64_t lo,
   };
   if (lo > 0) {
     Value run = hlo::slice_dim(b, g, d, 0, lo);
-    gx = hlo::add(b, gx, reflect ? place(b, hlo::reverse(b, run, {d}), d, 1, w) : place(b, sum_run(run), d, 0, w));
+    gx = hlo::add(b, gx,
+                  reflect ? place(b, hlo::reverse(b, run, {d}), d, 1, w) : place(b, sum_run(run), d, 0, w));
   }
   if (hi > 0) {
     Value run = hlo::slice_dim(b, g, d, n - hi, n);
-    gx = hlo::add(b, gx, reflect ? place(b, hlo::reverse(b, run, {d}), d, w - 1 - hi, w)
-                                 : place(b, sum_run(run), d, w - 1, w));
+    gx = hlo::add(b, gx,
+                  reflect ? place(b, hlo::reverse(b, run, {d}), d, w - 1 - hi, w)
+                          : place(b, sum_run(run), d, w - 1, w));
   }
   return gx;
 }

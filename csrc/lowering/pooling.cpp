@@ -40,7 +40,8 @@ using Padding = std::vector<std::pair<int64_t, int64_t>>;
 
 void require_float(DType t, const char* op) {
   if (!ir::is_floating(t))
-    throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" + ir::torch_name(t) + "'");
+    throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" + ir::torch_name(t) +
+                                "'");
 }
 
 // CPU's avg_pool{2,3}d kernels also take int64 (no other integer type); its max_pool{2,3}d
@@ -84,8 +85,8 @@ Window window_args(const Ctx& c, int first, int n, bool has_dilation) {
   w.kernel = expand(c.ints(first), n, {});
   w.stride = expand(c.ints(first + 1), n, w.kernel);
   w.padding = expand(c.ints(first + 2), n, std::vector<int64_t>(n, 0));
-  w.dilation = has_dilation ? expand(c.ints(first + 3), n, std::vector<int64_t>(n, 1))
-                            : std::vector<int64_t>(n, 1);
+  w.dilation =
+      has_dilation ? expand(c.ints(first + 3), n, std::vector<int64_t>(n, 1)) : std::vector<int64_t>(n, 1);
   return w;
 }
 
@@ -129,7 +130,8 @@ std::vector<Value> max_pair(Builder& rb, const std::vector<Value>& a) {
   Value a_nan = hlo::compare(rb, av, av, "NE");
   Value b_nan = hlo::compare(rb, bv, bv, "NE");
   Value both_nan = hlo::binary(rb, "stablehlo.and", a_nan, b_nan);
-  a_wins = hlo::binary(rb, "stablehlo.or", a_wins, hlo::binary(rb, "stablehlo.and", a_nan, hlo::logical_not(rb, b_nan)));
+  a_wins = hlo::binary(rb, "stablehlo.or", a_wins,
+                       hlo::binary(rb, "stablehlo.and", a_nan, hlo::logical_not(rb, b_nan)));
   Value a_first = hlo::compare(rb, ai, bi, "LT");
   // Ties: the smaller index; two NaNs: the larger one.
   Value pick_a_on_tie = hlo::select(rb, both_nan, hlo::logical_not(rb, a_first), a_first);
@@ -176,9 +178,9 @@ std::vector<Value> lower_max_pool(Ctx& c) {
   Window w = window_args(c, 1, N, true);
   Shape in = spatial(x.shape(), N), out = spatial(c.out(0).shape, N);
   Value idx = plane_index(b, x.shape());
-  std::vector<Value> r = hlo::reduce_window(
-      b, {x, idx}, max_pair_inits(b, x.dtype()), with_batch(w.kernel, 1), with_batch(w.stride, 1),
-      pool_padding(w, in, out), with_batch(w.dilation, 1), max_pair);
+  std::vector<Value> r = hlo::reduce_window(b, {x, idx}, max_pair_inits(b, x.dtype()),
+                                            with_batch(w.kernel, 1), with_batch(w.stride, 1),
+                                            pool_padding(w, in, out), with_batch(w.dilation, 1), max_pair);
   return {finish(c, r[0], 0), finish(c, r[1], 1)};
 }
 
@@ -249,11 +251,11 @@ std::vector<Value> lower_avg_pool(Ctx& c) {
   x = hlo::convert(b, x, acc);
   Window w = window_args(c, 1, N, false);
   Shape in = spatial(x.shape(), N), out = spatial(c.out().shape, N);
-  Value sum = hlo::reduce_window(
-      b, {x}, {hlo::constant(b, acc, 0)}, with_batch(w.kernel, 1), with_batch(w.stride, 1),
-      pool_padding(w, in, out), {}, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-        return {hlo::add(rb, a[0], a[1])};
-      })[0];
+  Value sum = hlo::reduce_window(b, {x}, {hlo::constant(b, acc, 0)}, with_batch(w.kernel, 1),
+                                 with_batch(w.stride, 1), pool_padding(w, in, out), {},
+                                 [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                                   return {hlo::add(rb, a[0], a[1])};
+                                 })[0];
   Value div = avg_divisor(b, w, in, sum.shape(), c.bool_arg(5), c.arg(6), acc);
   return {finish(c, safe_div(b, sum, div))};
 }
@@ -305,7 +307,8 @@ Value window_matrix(Builder& b, int64_t in, int64_t out, DType t) {
   Value pos = hlo::iota(b, Type{DType::I64, s}, 1);
   Value st = hlo::broadcast_in_dim(b, hlo::i64_vector(b, starts), s, {0});
   Value en = hlo::broadcast_in_dim(b, hlo::i64_vector(b, ends), s, {0});
-  Value inside = hlo::binary(b, "stablehlo.and", hlo::compare(b, pos, st, "GE"), hlo::compare(b, pos, en, "LT"));
+  Value inside =
+      hlo::binary(b, "stablehlo.and", hlo::compare(b, pos, st, "GE"), hlo::compare(b, pos, en, "LT"));
   return hlo::convert(b, inside, t);
 }
 
@@ -365,7 +368,8 @@ Value adaptive_divisor(Builder& b, const Shape& in, const Shape& out_full, DType
 
 // x with dimension d replaced by [out, k]: the elements at positions pos (out * k of them,
 // window by window) along d.
-Value gather_windows(Builder& b, const Value& x, int d, int64_t out, int64_t k, const std::vector<int64_t>& pos) {
+Value gather_windows(Builder& b, const Value& x, int d, int64_t out, int64_t k,
+                     const std::vector<int64_t>& pos) {
   Value r = idx::gather_along(b, x, d, hlo::i64_vector(b, pos));
   Shape s = x.shape();
   s[d] = out;

@@ -10,10 +10,17 @@ namespace {
 
 int int_rank(DType t) {
   switch (t) {
-    case DType::I8: case DType::U8: return 1;
-    case DType::I16: case DType::U16: return 2;
-    case DType::I32: case DType::U32: return 3;
-    default: return 4;
+    case DType::I8:
+    case DType::U8:
+      return 1;
+    case DType::I16:
+    case DType::U16:
+      return 2;
+    case DType::I32:
+    case DType::U32:
+      return 3;
+    default:
+      return 4;
   }
 }
 
@@ -62,9 +69,7 @@ std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> l
   return h;
 }
 
-void update(std::optional<DType>& state, DType t) {
-  state = state ? promote_types(*state, t) : t;
-}
+void update(std::optional<DType>& state, DType t) { state = state ? promote_types(*state, t) : t; }
 
 }  // namespace
 
@@ -80,8 +85,10 @@ DType result_type(const std::vector<const Arg*>& args) {
     DType t = a->value.dtype();
     if (a->wrapped_number || a->kind == Arg::Kind::Scalar) {
       // Wrapped Python numbers count with the default dtype of their category.
-      if (ir::is_complex(t)) t = DType::C64;
-      else if (ir::is_floating(t)) t = DType::F32;
+      if (ir::is_complex(t))
+        t = DType::C64;
+      else if (ir::is_floating(t))
+        t = DType::F32;
       update(wrapped, t);
     } else if (a->value.rank() == 0) {
       update(zero, t);

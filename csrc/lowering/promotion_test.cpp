@@ -48,17 +48,17 @@ TEST(Promotion, PromoteTypesTable) {
   };
   // torch.promote_types(a, b)
   const Row rows[] = {
-      {DType::U8, DType::I8, DType::I16},     {DType::BF16, DType::F16, DType::F32},
+      {DType::U8, DType::I8, DType::I16},      {DType::BF16, DType::F16, DType::F32},
       {DType::Bool, DType::Bool, DType::Bool}, {DType::U8, DType::I16, DType::I16},
-      {DType::I32, DType::I64, DType::I64},   {DType::U8, DType::Bool, DType::U8},
-      {DType::I64, DType::BF16, DType::BF16}, {DType::F32, DType::F64, DType::F64},
-      {DType::C64, DType::F64, DType::C128},  {DType::F16, DType::F32, DType::F32},
-      {DType::I8, DType::F16, DType::F16},    {DType::Bool, DType::F16, DType::F16},
-      {DType::I8, DType::I16, DType::I16},    {DType::U8, DType::I64, DType::I64},
-      {DType::U8, DType::U8, DType::U8},      {DType::C64, DType::C128, DType::C128},
-      {DType::I64, DType::C64, DType::C64},   {DType::BF16, DType::BF16, DType::BF16},
-      {DType::Bool, DType::I32, DType::I32},  {DType::F64, DType::C64, DType::C128},
-      {DType::U8, DType::F32, DType::F32},    {DType::I16, DType::BF16, DType::BF16},
+      {DType::I32, DType::I64, DType::I64},    {DType::U8, DType::Bool, DType::U8},
+      {DType::I64, DType::BF16, DType::BF16},  {DType::F32, DType::F64, DType::F64},
+      {DType::C64, DType::F64, DType::C128},   {DType::F16, DType::F32, DType::F32},
+      {DType::I8, DType::F16, DType::F16},     {DType::Bool, DType::F16, DType::F16},
+      {DType::I8, DType::I16, DType::I16},     {DType::U8, DType::I64, DType::I64},
+      {DType::U8, DType::U8, DType::U8},       {DType::C64, DType::C128, DType::C128},
+      {DType::I64, DType::C64, DType::C64},    {DType::BF16, DType::BF16, DType::BF16},
+      {DType::Bool, DType::I32, DType::I32},   {DType::F64, DType::C64, DType::C128},
+      {DType::U8, DType::F32, DType::F32},     {DType::I16, DType::BF16, DType::BF16},
   };
   for (const Row& r : rows) {
     CHECK_EQ(promote_types(r.a, r.b), r.expected);
@@ -118,7 +118,8 @@ TEST(Promotion, TensorListsAndCtx) {
   CHECK_EQ(result_type(args), DType::I16);
 
   tpu::ir::Builder b;
-  tpu::lowering::Ctx ctx{b, {tensor(DType::I32), Arg{}, wrapped(DType::F64), tensor(DType::F64, 0)}, {}, {}, {}};
+  tpu::lowering::Ctx ctx{
+      b, {tensor(DType::I32), Arg{}, wrapped(DType::F64), tensor(DType::F64, 0)}, {}, {}, {}};
   CHECK_EQ(result_type(ctx, {0, 1, 2}), DType::F32);
   CHECK_EQ(result_type(ctx, {0, 3}), DType::F64);
   CHECK_EQ(result_type(ctx, {0, 7}), DType::I32);  // index past the end counts as absent

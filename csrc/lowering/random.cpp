@@ -68,13 +68,19 @@ std::vector<Value> lower_random_from_(Ctx& c) {
 }
 
 std::vector<Value> lower_random_to_(Ctx& c) {
-  return {random_range(c, hlo::constant_int(c.b, DType::I64, 0), hlo::constant_int(c.b, DType::I64, c.int_arg(1)))};
+  return {random_range(c, hlo::constant_int(c.b, DType::I64, 0),
+                       hlo::constant_int(c.b, DType::I64, c.int_arg(1)))};
 }
 
 std::vector<Value> lower_random_(Ctx& c) {
   DType t = c.out().dtype;
-  int64_t high = ir::is_floating(t) ? (t == DType::F64 ? (int64_t{1} << 53) : t == DType::F32 ? (1 << 24) : (1 << 11))
-                                    : (t == DType::Bool ? 2 : int64_t{1} << std::min(63, ir::itemsize(t) * 8 - (ir::is_unsigned(t) ? 0 : 1)));
+  int64_t high = ir::is_floating(t)
+                     ? (t == DType::F64   ? (int64_t{1} << 53)
+                        : t == DType::F32 ? (1 << 24)
+                                          : (1 << 11))
+                     : (t == DType::Bool
+                            ? 2
+                            : int64_t{1} << std::min(63, ir::itemsize(t) * 8 - (ir::is_unsigned(t) ? 0 : 1)));
   if (t == DType::U8) high = 256;
   return {random_range(c, hlo::constant_int(c.b, DType::I64, 0), hlo::constant_int(c.b, DType::I64, high))};
 }
@@ -91,8 +97,9 @@ std::vector<Value> lower_native_dropout(Ctx& c) {
   Value keep = hlo::compare(c.b, u, hlo::sub(c.b, hlo::full(c.b, p.type, 1.0), p), "LT");
   // Scale 1/(1-p), as CPU (p == 1 gives zeros).
   Value one_minus = hlo::sub(c.b, hlo::full(c.b, p.type, 1.0), p);
-  Value scale = hlo::select(c.b, hlo::compare(c.b, one_minus, hlo::full(c.b, p.type, 0.0), "EQ"),
-                            hlo::full(c.b, p.type, 0.0), hlo::div(c.b, hlo::full(c.b, p.type, 1.0), one_minus));
+  Value scale =
+      hlo::select(c.b, hlo::compare(c.b, one_minus, hlo::full(c.b, p.type, 0.0), "EQ"),
+                  hlo::full(c.b, p.type, 0.0), hlo::div(c.b, hlo::full(c.b, p.type, 1.0), one_minus));
   Value xs = hlo::mul(c.b, hlo::convert(c.b, x, st), scale);
   Value y = hlo::select(c.b, keep, xs, hlo::full(c.b, xs.type, 0.0));
   return {hlo::convert(c.b, y, out.dtype), keep};

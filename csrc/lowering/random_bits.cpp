@@ -29,8 +29,9 @@ Value uniform01(ir::Builder& b, const Value& state, const ir::Shape& shape, DTyp
     Value r = bits(b, state, shape, DType::U64);
     Type t{DType::U64, shape};
     Value mant = b.op1("stablehlo.shift_right_logical", {r, hlo::full(b, t, 12)}, t);
-    Value one_bits = b.op1("stablehlo.or", {mant, b.op1("stablehlo.constant", {}, t,
-                                                          "value = dense<4607182418800017408> : " + t.str())}, t);
+    Value one_bits = b.op1(
+        "stablehlo.or",
+        {mant, b.op1("stablehlo.constant", {}, t, "value = dense<4607182418800017408> : " + t.str())}, t);
     Value f = b.op1("stablehlo.bitcast_convert", {one_bits}, Type{DType::F64, shape});
     return hlo::sub(b, f, hlo::full(b, f.type, 1.0));
   }

@@ -65,29 +65,48 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 
 Value lowest(Builder& b, DType t) {
   switch (t) {
-    case DType::Bool: return hlo::constant_int(b, t, 0);
-    case DType::I8: return hlo::constant_int(b, t, std::numeric_limits<int8_t>::min());
-    case DType::I16: return hlo::constant_int(b, t, std::numeric_limits<int16_t>::min());
-    case DType::I32: return hlo::constant_int(b, t, std::numeric_limits<int32_t>::min());
-    case DType::I64: return hlo::constant_int(b, t, std::numeric_limits<int64_t>::min());
-    case DType::U8: case DType::U16: case DType::U32: case DType::U64:
+    case DType::Bool:
       return hlo::constant_int(b, t, 0);
-    default: return hlo::constant(b, t, -INFINITY);
+    case DType::I8:
+      return hlo::constant_int(b, t, std::numeric_limits<int8_t>::min());
+    case DType::I16:
+      return hlo::constant_int(b, t, std::numeric_limits<int16_t>::min());
+    case DType::I32:
+      return hlo::constant_int(b, t, std::numeric_limits<int32_t>::min());
+    case DType::I64:
+      return hlo::constant_int(b, t, std::numeric_limits<int64_t>::min());
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64:
+      return hlo::constant_int(b, t, 0);
+    default:
+      return hlo::constant(b, t, -INFINITY);
   }
 }
 
 Value highest(Builder& b, DType t) {
   switch (t) {
-    case DType::Bool: return hlo::constant_int(b, t, 1);
-    case DType::I8: return hlo::constant_int(b, t, std::numeric_limits<int8_t>::max());
-    case DType::I16: return hlo::constant_int(b, t, std::numeric_limits<int16_t>::max());
-    case DType::I32: return hlo::constant_int(b, t, std::numeric_limits<int32_t>::max());
-    case DType::I64: return hlo::constant_int(b, t, std::numeric_limits<int64_t>::max());
-    case DType::U8: return hlo::constant_int(b, t, std::numeric_limits<uint8_t>::max());
-    case DType::U16: return hlo::constant_int(b, t, std::numeric_limits<uint16_t>::max());
-    case DType::U32: return hlo::constant_int(b, t, std::numeric_limits<uint32_t>::max());
-    case DType::U64: return hlo::constant_int(b, t, -1);  // printed as 2^64 - 1
-    default: return hlo::constant(b, t, INFINITY);
+    case DType::Bool:
+      return hlo::constant_int(b, t, 1);
+    case DType::I8:
+      return hlo::constant_int(b, t, std::numeric_limits<int8_t>::max());
+    case DType::I16:
+      return hlo::constant_int(b, t, std::numeric_limits<int16_t>::max());
+    case DType::I32:
+      return hlo::constant_int(b, t, std::numeric_limits<int32_t>::max());
+    case DType::I64:
+      return hlo::constant_int(b, t, std::numeric_limits<int64_t>::max());
+    case DType::U8:
+      return hlo::constant_int(b, t, std::numeric_limits<uint8_t>::max());
+    case DType::U16:
+      return hlo::constant_int(b, t, std::numeric_limits<uint16_t>::max());
+    case DType::U32:
+      return hlo::constant_int(b, t, std::numeric_limits<uint32_t>::max());
+    case DType::U64:
+      return hlo::constant_int(b, t, -1);  // printed as 2^64 - 1
+    default:
+      return hlo::constant(b, t, INFINITY);
   }
 }
 
@@ -111,12 +130,14 @@ Value extreme(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool
   DType t = x.dtype();
   Value init = is_max ? lowest(b, t) : highest(b, t);
   if (t == DType::Bool) return hlo::reduce(b, x, init, dims, is_max ? "stablehlo.or" : "stablehlo.and");
-  if (!ir::is_floating(t)) return hlo::reduce(b, x, init, dims, is_max ? "stablehlo.maximum" : "stablehlo.minimum");
-  return hlo::reduce_multi(b, {x}, {init}, dims, [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-    Value m = is_max ? hlo::max(rb, a[0], a[1]) : hlo::min(rb, a[0], a[1]);
-    m = hlo::select(rb, hlo::compare(rb, a[1], a[1], "NE"), a[1], m);
-    return {hlo::select(rb, hlo::compare(rb, a[0], a[0], "NE"), a[0], m)};
-  })[0];
+  if (!ir::is_floating(t))
+    return hlo::reduce(b, x, init, dims, is_max ? "stablehlo.maximum" : "stablehlo.minimum");
+  return hlo::reduce_multi(b, {x}, {init}, dims,
+                           [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                             Value m = is_max ? hlo::max(rb, a[0], a[1]) : hlo::min(rb, a[0], a[1]);
+                             m = hlo::select(rb, hlo::compare(rb, a[1], a[1], "NE"), a[1], m);
+                             return {hlo::select(rb, hlo::compare(rb, a[0], a[0], "NE"), a[0], m)};
+                           })[0];
 }
 
 Value max(Builder& b, const Value& x, const std::vector<int64_t>& dims) { return extreme(b, x, dims, true); }

@@ -1,7 +1,7 @@
 // Reductions over dimension lists: sum, mean, prod, amax/amin, max/min (full), all/any,
-// count_nonzero, nansum, logsumexp, trace, hash_tensor. The result dtype (int/bool sums -> int64, `dtype=`) comes
-// from the meta kernels; accumulation follows the CPU kernels (bf16/f16 in float, the input cast
-// to the result dtype first), and the result is reshaped to the meta shape, which covers keepdim.
+// count_nonzero, nansum, logsumexp, trace, hash_tensor. The result dtype (int/bool sums -> int64, `dtype=`)
+// comes from the meta kernels; accumulation follows the CPU kernels (bf16/f16 in float, the input cast to the
+// result dtype first), and the result is reshaped to the meta shape, which covers keepdim.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -102,12 +102,20 @@ Value nonzero(Ctx& c, const Value& x) {
 Value all_any(Ctx& c, const std::vector<int64_t>& dims, bool all) {
   Value x = nonzero(c, c.tensor(0));
   Value r = all ? reduce::prod(c.b, x, dims) : reduce::sum(c.b, x, dims);  // and / or on i1
-  return finish(c, r);  // bool, or uint8 for uint8 inputs
+  return finish(c, r);                                                     // bool, or uint8 for uint8 inputs
 }
-std::vector<Value> lower_all(Ctx& c) { return {all_any(c, reduce::dims_or_all({}, c.tensor(0).rank()), true)}; }
-std::vector<Value> lower_any(Ctx& c) { return {all_any(c, reduce::dims_or_all({}, c.tensor(0).rank()), false)}; }
-std::vector<Value> lower_all_dim(Ctx& c) { return {all_any(c, reduce::dims_arg(c, 1, c.tensor(0).rank()), true)}; }
-std::vector<Value> lower_any_dim(Ctx& c) { return {all_any(c, reduce::dims_arg(c, 1, c.tensor(0).rank()), false)}; }
+std::vector<Value> lower_all(Ctx& c) {
+  return {all_any(c, reduce::dims_or_all({}, c.tensor(0).rank()), true)};
+}
+std::vector<Value> lower_any(Ctx& c) {
+  return {all_any(c, reduce::dims_or_all({}, c.tensor(0).rank()), false)};
+}
+std::vector<Value> lower_all_dim(Ctx& c) {
+  return {all_any(c, reduce::dims_arg(c, 1, c.tensor(0).rank()), true)};
+}
+std::vector<Value> lower_any_dim(Ctx& c) {
+  return {all_any(c, reduce::dims_arg(c, 1, c.tensor(0).rank()), false)};
+}
 // all.dims / any.dims: unlike sum, an explicit empty list reduces nothing (None reduces all).
 std::vector<int64_t> dims_list_or_none(Ctx& c) {
   if (c.has(1) && c.ints(1).empty()) return {};
@@ -153,12 +161,14 @@ std::vector<Value> lower_trace(Ctx& c) {
 // hash_tensor(self, dim[], *, keepdim, mode): the xor of the elements' 64-bit patterns, each
 // element widened to float64 (floating types) or int64 (integers, bool) first; uint64 result.
 std::vector<Value> lower_hash_tensor(Ctx& c) {
-  if (c.int_arg(3) != 0) throw std::invalid_argument("Unknown hash_tensor mode: " + std::to_string(c.int_arg(3)));
+  if (c.int_arg(3) != 0)
+    throw std::invalid_argument("Unknown hash_tensor mode: " + std::to_string(c.int_arg(3)));
   Value x = c.tensor(0);
   if (ir::is_complex(x.dtype())) throw std::invalid_argument("hash_tensor: complex inputs are not supported");
   Value wide = hlo::convert(c.b, x, ir::is_floating(x.dtype()) ? DType::F64 : DType::I64);
   Value bits = c.b.op1("stablehlo.bitcast_convert", {wide}, ir::Type{DType::U64, wide.shape()});
-  Value h = hlo::reduce(c.b, bits, hlo::constant_int(c.b, DType::U64, 0), reduce::dims_arg(c, 1, x.rank()), "stablehlo.xor");
+  Value h = hlo::reduce(c.b, bits, hlo::constant_int(c.b, DType::U64, 0), reduce::dims_arg(c, 1, x.rank()),
+                        "stablehlo.xor");
   return {finish(c, h)};
 }
 

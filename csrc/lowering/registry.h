@@ -20,7 +20,18 @@
 namespace tpu::lowering {
 
 struct Arg {
-  enum class Kind : uint8_t { None, Tensor, TensorList, Scalar, Int, IntList, Bool, String, ScalarType, Other };
+  enum class Kind : uint8_t {
+    None,
+    Tensor,
+    TensorList,
+    Scalar,
+    Int,
+    IntList,
+    Bool,
+    String,
+    ScalarType,
+    Other
+  };
   Kind kind = Kind::None;
   ir::Value value;                 // Tensor, or Scalar (0-d runtime value: f64, i64, i1 or c128)
   std::vector<ir::Value> values;   // TensorList (an invalid Value stands for a None entry)
@@ -58,7 +69,7 @@ struct Ctx {
 using LowerFn = std::vector<ir::Value> (*)(Ctx&);
 
 struct Lowering {
-  std::string name;         // "aten::add.Tensor"
+  std::string name;  // "aten::add.Tensor"
   LowerFn fn = nullptr;
   uint32_t static_args = 0;  // bit i: argument i's scalar value is compile-time
   bool random = false;       // needs Ctx::rng_state even without a Generator argument

@@ -112,11 +112,12 @@ std::vector<Value> lower_logcumsumexp(Ctx& c) {
     Value q_nan = hlo::compare(rb, q, q, "NE");
     Value lo = hlo::select(rb, q_nan, q, hlo::min(rb, p, q));
     Value hi = hlo::select(rb, q_nan, q, hlo::max(rb, p, q));
-    Value r = hlo::add(rb, hlo::unary(rb, "stablehlo.log_plus_one",
-                                      hlo::unary(rb, "stablehlo.exponential", hlo::sub(rb, lo, hi))),
+    Value r = hlo::add(rb,
+                       hlo::unary(rb, "stablehlo.log_plus_one",
+                                  hlo::unary(rb, "stablehlo.exponential", hlo::sub(rb, lo, hi))),
                        hi);
-    Value lo_finite = hlo::compare(rb, hlo::unary(rb, "stablehlo.abs", lo),
-                                   hlo::constant(rb, lo.dtype(), INFINITY), "LT");
+    Value lo_finite =
+        hlo::compare(rb, hlo::unary(rb, "stablehlo.abs", lo), hlo::constant(rb, lo.dtype(), INFINITY), "LT");
     Value regular = hlo::binary(rb, "stablehlo.or", hlo::compare(rb, lo, hi, "NE"), lo_finite);
     return {hlo::select(rb, regular, r, p)};
   };

@@ -74,41 +74,66 @@ std::vector<Value> lower_scatter_reduce_legacy(Ctx& c) {
   Value upd = src_for(c, 3, p.index, p.self.dtype());
   const std::string& reduce = c.arg(4).s;
   std::string op;
-  if (reduce == "add") op = idx::add_op(p.self.dtype());
-  else if (reduce == "multiply") op = idx::mul_op(p.self.dtype());
-  else throw std::invalid_argument("reduce argument must be either add or multiply, got " + reduce);
+  if (reduce == "add")
+    op = idx::add_op(p.self.dtype());
+  else if (reduce == "multiply")
+    op = idx::mul_op(p.self.dtype());
+  else
+    throw std::invalid_argument("reduce argument must be either add or multiply, got " + reduce);
   return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, op))};
 }
 
 double lowest(DType t) {
   switch (t) {
-    case DType::Bool: return 0;
-    case DType::U8: case DType::U16: case DType::U32: case DType::U64: return 0;
-    case DType::I8: return std::numeric_limits<int8_t>::lowest();
-    case DType::I16: return std::numeric_limits<int16_t>::lowest();
-    case DType::I32: return std::numeric_limits<int32_t>::lowest();
-    case DType::I64: return static_cast<double>(std::numeric_limits<int64_t>::lowest());
-    default: return -std::numeric_limits<double>::infinity();
+    case DType::Bool:
+      return 0;
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64:
+      return 0;
+    case DType::I8:
+      return std::numeric_limits<int8_t>::lowest();
+    case DType::I16:
+      return std::numeric_limits<int16_t>::lowest();
+    case DType::I32:
+      return std::numeric_limits<int32_t>::lowest();
+    case DType::I64:
+      return static_cast<double>(std::numeric_limits<int64_t>::lowest());
+    default:
+      return -std::numeric_limits<double>::infinity();
   }
 }
 
 double highest(DType t) {
   switch (t) {
-    case DType::Bool: return 1;
-    case DType::U8: return std::numeric_limits<uint8_t>::max();
-    case DType::U16: return std::numeric_limits<uint16_t>::max();
-    case DType::U32: return std::numeric_limits<uint32_t>::max();
-    case DType::I8: return std::numeric_limits<int8_t>::max();
-    case DType::I16: return std::numeric_limits<int16_t>::max();
-    case DType::I32: return std::numeric_limits<int32_t>::max();
-    default: return std::numeric_limits<double>::infinity();
+    case DType::Bool:
+      return 1;
+    case DType::U8:
+      return std::numeric_limits<uint8_t>::max();
+    case DType::U16:
+      return std::numeric_limits<uint16_t>::max();
+    case DType::U32:
+      return std::numeric_limits<uint32_t>::max();
+    case DType::I8:
+      return std::numeric_limits<int8_t>::max();
+    case DType::I16:
+      return std::numeric_limits<int16_t>::max();
+    case DType::I32:
+      return std::numeric_limits<int32_t>::max();
+    default:
+      return std::numeric_limits<double>::infinity();
   }
 }
 
 // A constant of type `t` holding the extreme integer (int64/uint64 limits need exact literals).
 Value extreme(ir::Builder& b, const ir::Type& t, bool low) {
   if (t.dtype == DType::I64)
-    return hlo::broadcast_in_dim(b, hlo::constant_int(b, t.dtype, low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max()), t.shape, {});
+    return hlo::broadcast_in_dim(
+        b,
+        hlo::constant_int(b, t.dtype,
+                          low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max()),
+        t.shape, {});
   if (t.dtype == DType::U64 && !low)
     return hlo::broadcast_in_dim(b, hlo::constant_int(b, t.dtype, -1), t.shape, {});
   return hlo::full(b, t, low ? lowest(t.dtype) : highest(t.dtype));
@@ -119,8 +144,8 @@ Value floor_div_positive(ir::Builder& b, const Value& a, const Value& d) {
   Value q = hlo::div(b, a, d);
   Value rem = b.op1("stablehlo.remainder", {a, d}, a.type);
   Value zero = hlo::full(b, a.type, 0);
-  Value adjust = hlo::binary(b, "stablehlo.and", hlo::compare(b, rem, zero, "NE"),
-                             hlo::compare(b, a, zero, "LT"));
+  Value adjust =
+      hlo::binary(b, "stablehlo.and", hlo::compare(b, rem, zero, "NE"), hlo::compare(b, a, zero, "LT"));
   return hlo::select(b, adjust, hlo::sub(b, q, hlo::full(b, a.type, 1)), q);
 }
 
@@ -146,7 +171,8 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
     op = t == DType::Bool ? "stablehlo.and" : "stablehlo.minimum";
     identity = extreme(c.b, upd.type, false);
   } else {
-    throw std::invalid_argument("reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
+    throw std::invalid_argument("reduce argument must be either sum, prod, mean, amax or amin, got " +
+                                reduce);
   }
   Value self = p.self;
   // Without self, every scattered-to position starts at the reduction's identity (as the CPU
@@ -160,7 +186,8 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
     counts = hlo::select(c.b, hlo::compare(c.b, counts, zero, "EQ"), hlo::full(c.b, counts.type, 1), counts);
     if (ir::is_floating(t) || ir::is_complex(t)) {
       DType opmath = t == DType::F16 || t == DType::BF16 ? DType::F32 : t;
-      r = hlo::convert(c.b, hlo::div(c.b, hlo::convert(c.b, r, opmath), hlo::convert(c.b, counts, opmath)), t);
+      r = hlo::convert(c.b, hlo::div(c.b, hlo::convert(c.b, r, opmath), hlo::convert(c.b, counts, opmath)),
+                       t);
     } else {
       r = floor_div_positive(c.b, r, counts);
     }

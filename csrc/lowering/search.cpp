@@ -30,7 +30,8 @@ Value binary_search(ir::Builder& b, const Value& seq, const Value& values, bool 
   Value one = hlo::full(b, index_type, 1), last = hlo::full(b, index_type, static_cast<double>(n - 1));
   for (int64_t width = n; width > 0; width /= 2) {
     Value active = hlo::compare(b, start, end, "LT");
-    Value mid = hlo::add(b, start, hlo::binary(b, "stablehlo.shift_right_logical", hlo::sub(b, end, start), one));
+    Value mid =
+        hlo::add(b, start, hlo::binary(b, "stablehlo.shift_right_logical", hlo::sub(b, end, start), one));
     Value at = idx::gather_elements(b, seq, hlo::min(b, mid, last), 1);
     // start moves right where !(mid_val >= value) (lower bound) or !(mid_val > value) (upper).
     Value stop = hlo::compare(b, at, values, right ? "GT" : "GE");
@@ -74,7 +75,9 @@ std::vector<Value> lower_searchsorted(Ctx& c) {
 
 // bucketize.Tensor / .Scalar(self, boundaries, *, out_int32, right): searchsorted with the
 // arguments swapped (right=True puts values equal to a boundary after it).
-std::vector<Value> lower_bucketize(Ctx& c) { return {search(c, c.tensor(1), c.tensor(0), c.bool_arg(3), nullptr)}; }
+std::vector<Value> lower_bucketize(Ctx& c) {
+  return {search(c, c.tensor(1), c.tensor(0), c.bool_arg(3), nullptr)};
+}
 
 // isin(elements, test_elements, *, assume_unique, invert): every element against every test
 // element in their result dtype (a Python number does not widen it), as CPU's brute force does.
@@ -88,7 +91,8 @@ std::vector<Value> lower_isin(Ctx& c) {
   std::vector<int64_t> dims;
   for (size_t d = 0; d < shape.size(); ++d) dims.push_back(static_cast<int64_t>(d));
   Value e = hlo::broadcast_in_dim(c.b, elements, pairs, dims);
-  Value k = hlo::broadcast_in_dim(c.b, hlo::reshape(c.b, tests, {m}), pairs, {static_cast<int64_t>(shape.size())});
+  Value k =
+      hlo::broadcast_in_dim(c.b, hlo::reshape(c.b, tests, {m}), pairs, {static_cast<int64_t>(shape.size())});
   Value found = reduce::max(c.b, hlo::compare(c.b, e, k, "EQ"), {static_cast<int64_t>(shape.size())});
   if (c.bool_arg(3)) found = hlo::logical_not(c.b, found);
   return {found};
@@ -113,14 +117,16 @@ std::vector<Value> lower_histc(Ctx& c) {
   Value same = hlo::compare(c.b, lo, hi, "EQ");
   lo = hlo::select(c.b, same, hlo::sub(c.b, lo, hlo::full(c.b, scalar, 1)), lo);
   hi = hlo::select(c.b, same, hlo::add(c.b, hi, hlo::full(c.b, scalar, 1)), hi);
-  Value finite = hlo::binary(c.b, "stablehlo.and", c.b.op1("stablehlo.is_finite", {lo}, Type{DType::Bool, {}}),
-                             c.b.op1("stablehlo.is_finite", {hi}, Type{DType::Bool, {}}));
+  Value finite =
+      hlo::binary(c.b, "stablehlo.and", c.b.op1("stablehlo.is_finite", {lo}, Type{DType::Bool, {}}),
+                  c.b.op1("stablehlo.is_finite", {hi}, Type{DType::Bool, {}}));
   c.require(finite, "torch.histc: range of [min, max] is not finite");
   c.require(hlo::compare(c.b, lo, hi, "LT"), "torch.histc: max must be larger than min");
 
   Value left = hlo::broadcast_to(c.b, hlo::convert(c.b, lo, t), x.shape());
   Value right = hlo::broadcast_to(c.b, hlo::convert(c.b, hi, t), x.shape());
-  Value in_range = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, x, left, "GE"), hlo::compare(c.b, x, right, "LE"));
+  Value in_range =
+      hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, x, left, "GE"), hlo::compare(c.b, x, right, "LE"));
   Value scaled = hlo::mul(c.b, hlo::sub(c.b, x, left), hlo::full(c.b, x.type, static_cast<double>(bins)));
   Value pos = hlo::convert(c.b, hlo::div(c.b, scaled, hlo::sub(c.b, right, left)), DType::I64);
   Type index_type{DType::I64, x.shape()};
@@ -128,7 +134,8 @@ std::vector<Value> lower_histc(Ctx& c) {
   // Elements not counted go to an extra bin past the end, cut off afterwards.
   pos = hlo::select(c.b, in_range, pos, hlo::full(c.b, index_type, static_cast<double>(bins)));
   Value hist = hlo::full(c.b, Type{out.dtype, {bins + 1}}, 0);
-  hist = idx::scatter_elements(c.b, hist, pos, 0, hlo::full(c.b, Type{out.dtype, x.shape()}, 1), "stablehlo.add");
+  hist = idx::scatter_elements(c.b, hist, pos, 0, hlo::full(c.b, Type{out.dtype, x.shape()}, 1),
+                               "stablehlo.add");
   return {hlo::slice_dim(c.b, hist, 0, 0, bins)};
 }
 
@@ -139,10 +146,11 @@ std::vector<Value> lower_repeat_interleave(Ctx& c) {
   Value repeats = hlo::convert(c.b, c.tensor(0), DType::I64);
   const int64_t n = repeats.shape()[0];
   if (n == 0 || out.numel() == 0) return {hlo::full(c.b, out, 0)};
-  Value totals = hlo::reduce_window(c.b, {repeats}, {hlo::constant(c.b, DType::I64, 0)}, {n}, {}, {{n - 1, 0}}, {},
-                                    [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                                      return {hlo::add(rb, a[0], a[1])};
-                                    })[0];
+  Value totals =
+      hlo::reduce_window(c.b, {repeats}, {hlo::constant(c.b, DType::I64, 0)}, {n}, {}, {{n - 1, 0}}, {},
+                         [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                           return {hlo::add(rb, a[0], a[1])};
+                         })[0];
   Value positions = hlo::iota(c.b, Type{DType::I64, {1, out.numel()}}, 1);
   Value index = binary_search(c.b, hlo::reshape(c.b, totals, {1, n}), positions, true);
   return {hlo::convert(c.b, hlo::reshape(c.b, index, out.shape), out.dtype)};

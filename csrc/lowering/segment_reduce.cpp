@@ -51,12 +51,14 @@ Segments segments(ir::Builder& b, const ir::Shape& data_shape, int64_t axis, con
   ir::Shape cube{g.b, g.s, g.m + 1};
   Value pos = hlo::iota(b, Type{DType::I64, cube}, 1);
   Value le = hlo::compare(b, hlo::broadcast_in_dim(b, bounds, cube, {0, 2}), pos, "LE");
-  Value cnt = hlo::reduce(b, hlo::convert(b, le, DType::I64), hlo::constant(b, DType::I64, 0), {2}, "stablehlo.add");
+  Value cnt =
+      hlo::reduce(b, hlo::convert(b, le, DType::I64), hlo::constant(b, DType::I64, 0), {2}, "stablehlo.add");
   Type bs{DType::I64, {g.b, g.s}};
   g.valid = hlo::binary(b, "stablehlo.and", hlo::compare(b, cnt, hlo::full(b, bs, 1), "GE"),
                         hlo::compare(b, cnt, hlo::full(b, bs, static_cast<double>(g.m)), "LE"));
   Value seg = hlo::sub(b, cnt, hlo::full(b, bs, 1));
-  g.seg = hlo::min(b, hlo::max(b, seg, hlo::full(b, bs, 0)), hlo::full(b, bs, static_cast<double>(g.m > 0 ? g.m - 1 : 0)));
+  g.seg = hlo::min(b, hlo::max(b, seg, hlo::full(b, bs, 0)),
+                   hlo::full(b, bs, static_cast<double>(g.m > 0 ? g.m - 1 : 0)));
   Value hi = hlo::slice_dim(b, bounds, 1, 1, g.m + 1);
   Value lo = hlo::slice_dim(b, bounds, 1, 0, g.m);
   g.count = hlo::sub(b, hi, lo);
@@ -90,7 +92,8 @@ Value gather_segments(ir::Builder& b, const Segments& g, const Value& v) {
   d.start_index_map = {0, 1};
   d.index_vector_dim = 2;
   d.slice_sizes = rows ? std::vector<int64_t>{1, 1, g.i} : std::vector<int64_t>{1, 1};
-  if (g.m == 0) return hlo::full(b, Type{v.dtype(), rows ? ir::Shape{g.b, g.s, g.i} : ir::Shape{g.b, g.s}}, 0);
+  if (g.m == 0)
+    return hlo::full(b, Type{v.dtype(), rows ? ir::Shape{g.b, g.s, g.i} : ir::Shape{g.b, g.s}}, 0);
   return idx::gather(b, v, coords(b, g), d);
 }
 
@@ -138,7 +141,8 @@ std::vector<Value> lower_segment_reduce(Ctx& c) {
   const Value& data = c.tensor(0);
   const std::string& reduce = c.arg(1).s;
   const int64_t axis = hlo::wrap_dim(c.int_arg(5), data.rank());
-  Segments g = segments(c.b, data.shape(), axis, c.has(2) ? c.tensor(2) : Value(), c.has(4) ? c.tensor(4) : Value());
+  Segments g =
+      segments(c.b, data.shape(), axis, c.has(2) ? c.tensor(2) : Value(), c.has(4) ? c.tensor(4) : Value());
   // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
   const DType acc = c.out().dtype;
   Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
@@ -151,7 +155,8 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
   const Value& data = c.tensor(2);
   const std::string& reduce = c.arg(3).s;
   const int64_t axis = hlo::wrap_dim(c.int_arg(6), data.rank());
-  Segments g = segments(c.b, data.shape(), axis, c.has(4) ? c.tensor(4) : Value(), c.has(5) ? c.tensor(5) : Value());
+  Segments g =
+      segments(c.b, data.shape(), axis, c.has(4) ? c.tensor(4) : Value(), c.has(5) ? c.tensor(5) : Value());
   // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
   const DType acc = c.out().dtype;
   Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
@@ -171,7 +176,8 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
     dx = hlo::div(c.b, gx, bcast_inner(c.b, hlo::convert(c.b, cnt, acc), g.i));
   } else if (reduce == "max" || reduce == "min") {
     // The gradient is shared equally by the elements equal to the result.
-    Value hit = hlo::binary(c.b, "stablehlo.and", valid, hlo::compare(c.b, x, gather_segments(c.b, g, y), "EQ"));
+    Value hit =
+        hlo::binary(c.b, "stablehlo.and", valid, hlo::compare(c.b, x, gather_segments(c.b, g, y), "EQ"));
     Value ones = hlo::select(c.b, hit, hlo::full(c.b, x.type, 1), zeros);
     Value ties = scatter_segments(c.b, g, hlo::full(c.b, seg_t, 0), ones, "stablehlo.add");
     Value share = gather_segments(c.b, g, ties);
@@ -185,7 +191,8 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
     Value nz = hlo::select(c.b, hlo::binary(c.b, "stablehlo.and", valid, hlo::logical_not(c.b, is_zero)), x,
                            hlo::full(c.b, x.type, 1));
     Value prod_nz = scatter_segments(c.b, g, hlo::full(c.b, seg_t, start), nz, "stablehlo.multiply");
-    Value zero_one = hlo::select(c.b, hlo::binary(c.b, "stablehlo.and", valid, is_zero), hlo::full(c.b, x.type, 1), zeros);
+    Value zero_one =
+        hlo::select(c.b, hlo::binary(c.b, "stablehlo.and", valid, is_zero), hlo::full(c.b, x.type, 1), zeros);
     Value zcount = scatter_segments(c.b, g, hlo::full(c.b, seg_t, 0), zero_one, "stablehlo.add");
     Value only_zero = hlo::compare(c.b, gather_segments(c.b, g, zcount), hlo::full(c.b, x.type, 1), "EQ");
     Value at_zero = hlo::select(c.b, only_zero, hlo::mul(c.b, gx, gather_segments(c.b, g, prod_nz)), zeros);

@@ -70,7 +70,8 @@ std::vector<Value> lower_roll(Ctx& c) {
     return {hlo::reshape(c.b, roll_dim(c.b, flat, 0, shifts.at(0)), x.shape())};
   }
   Value r = x;
-  for (size_t i = 0; i < dims.size(); ++i) r = roll_dim(c.b, r, hlo::wrap_dim(dims[i], x.rank()), shifts.at(i));
+  for (size_t i = 0; i < dims.size(); ++i)
+    r = roll_dim(c.b, r, hlo::wrap_dim(dims[i], x.rank()), shifts.at(i));
   return {r};
 }
 
@@ -103,7 +104,8 @@ Value triangle(Ctx& c, bool lower) {
   Value row = hlo::iota(c.b, ir::Type{DType::I64, mat}, 0);
   Value col = hlo::iota(c.b, ir::Type{DType::I64, mat}, 1);
   Value diff = hlo::sub(c.b, col, row);
-  Value keep = hlo::compare(c.b, diff, hlo::full(c.b, diff.type, static_cast<double>(diagonal)), lower ? "LE" : "GE");
+  Value keep =
+      hlo::compare(c.b, diff, hlo::full(c.b, diff.type, static_cast<double>(diagonal)), lower ? "LE" : "GE");
   keep = hlo::broadcast_to(c.b, keep, x.shape());
   return hlo::select(c.b, keep, x, hlo::full(c.b, x.type, 0));
 }
@@ -152,8 +154,8 @@ std::vector<Value> lower_diag_embed(Ctx& c) {
   Value vals = hlo::broadcast_in_dim(c.b, v, canon, bdims);
   Value row = hlo::iota(c.b, ir::Type{DType::I64, canon}, nb);
   Value col = hlo::iota(c.b, ir::Type{DType::I64, canon}, nb + 1);
-  Value on_diag = hlo::compare(c.b, hlo::sub(c.b, col, row),
-                               hlo::full(c.b, row.type, static_cast<double>(offset)), "EQ");
+  Value on_diag =
+      hlo::compare(c.b, hlo::sub(c.b, col, row), hlo::full(c.b, row.type, static_cast<double>(offset)), "EQ");
   Value t = hlo::select(c.b, on_diag, vals, hlo::full(c.b, vals.type, 0));
   // Result dim p comes from canonical dim perm[p].
   std::vector<int64_t> perm;

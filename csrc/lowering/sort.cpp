@@ -33,9 +33,9 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
   };
   std::vector<ir::Type> region_args;
   for (DType t : {x.dtype(), x.dtype(), DType::I64, DType::I64}) region_args.push_back(ir::Type{t, {}});
-  std::vector<Value> r = b.op_with_region(
-      "stablehlo.sort", {x, idx}, {x.type, idx.type},
-      "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region_args, less);
+  std::vector<Value> r =
+      b.op_with_region("stablehlo.sort", {x, idx}, {x.type, idx.type},
+                       "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region_args, less);
   return {r[0], r[1]};
 }
 
@@ -157,10 +157,11 @@ std::vector<Value> lower_mode(Ctx& c) {
   window[dim] = n;
   std::vector<std::pair<int64_t, int64_t>> padding(v.rank(), {0, 0});
   padding[dim] = {n - 1, 0};
-  Value run_start = hlo::reduce_window(b, {hlo::select(b, starts, k, zero)}, {hlo::constant(b, DType::I64, 0)}, window,
-                                       {}, padding, {}, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                                         return {hlo::max(rb, a[0], a[1])};
-                                       })[0];
+  Value run_start =
+      hlo::reduce_window(b, {hlo::select(b, starts, k, zero)}, {hlo::constant(b, DType::I64, 0)}, window, {},
+                         padding, {}, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                           return {hlo::max(rb, a[0], a[1])};
+                         })[0];
   Value length = hlo::add(b, hlo::sub(b, k, run_start), hlo::full(b, index_type, 1));
   Value best = reduce::arg_reduce(b, hlo::select(b, ends, length, zero), dim, true).second;
   ir::Shape kept = v.shape();

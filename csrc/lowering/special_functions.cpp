@@ -1,7 +1,8 @@
 // Special functions of torch and torch.special: the gamma family (lgamma, digamma, polygamma,
 // zeta), Bessel functions, the error-function relatives (erfcx, ndtri, log_ndtr) and
 // entr / xlog1py. The math lives in gamma_math / bessel_math / special_math; this file states
-// the ATen semantics (edge values, argument order). Integer and bool inputs compute in the float output type, f16/bf16 in f32.
+// the ATen semantics (edge values, argument order). Integer and bool inputs compute in the float output type,
+// f16/bf16 in f32.
 #include <cmath>
 #include <limits>
 #include <stdexcept>

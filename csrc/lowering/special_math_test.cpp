@@ -71,7 +71,8 @@ double max_ulps(Fn fn, long double (*ref)(long double), DType dtype, const std::
   if (dtype == DType::F32)
     for (double& v : xs) v = static_cast<float>(v);
   std::vector<double> got = run(fn, dtype, xs);
-  double eps = dtype == DType::F32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+  double eps =
+      dtype == DType::F32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
   double tiny = dtype == DType::F32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
   double worst = 0;
   for (size_t i = 0; i < xs.size(); ++i) {

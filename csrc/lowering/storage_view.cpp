@@ -175,11 +175,9 @@ Value write_view(ir::Builder& b, const Value& storage, const Value& value, const
       "scatter_dims_to_operand_dims = [0], index_vector_dim = " +
       std::to_string(rank) + ">, indices_are_sorted = false, unique_indices = false";
   Type scalar{storage.dtype(), {}};
-  return b.op_with_region("stablehlo.scatter", {storage, idx, value}, {storage.type}, attrs,
-                          {scalar, scalar},
-                          [](ir::Builder&, const std::vector<Value>& a) -> std::vector<Value> {
-                            return {a[1]};
-                          })[0];
+  return b.op_with_region(
+      "stablehlo.scatter", {storage, idx, value}, {storage.type}, attrs, {scalar, scalar},
+      [](ir::Builder&, const std::vector<Value>& a) -> std::vector<Value> { return {a[1]}; })[0];
 }
 
 std::vector<int64_t> dense_permutation(const std::vector<int64_t>& sizes,
@@ -187,8 +185,7 @@ std::vector<int64_t> dense_permutation(const std::vector<int64_t>& sizes,
   // Size-1 dims can carry any stride and do not affect the layout: they go last.
   std::vector<int64_t> perm, unit;
   for (size_t d = 0; d < sizes.size(); ++d) (sizes[d] == 1 ? unit : perm).push_back(d);
-  std::stable_sort(perm.begin(), perm.end(),
-                   [&](int64_t a, int64_t c) { return strides[a] > strides[c]; });
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t c) { return strides[a] > strides[c]; });
   int64_t expected = 1;
   for (size_t k = perm.size(); k-- > 0;) {
     if (strides[perm[k]] != expected) return {};
@@ -207,8 +204,10 @@ Value reinterpret(ir::Builder& b, const Value& storage, DType dtype) {
   // real type, so complex storages go through their interleaved real parts.
   if (ir::is_complex(storage.dtype())) {
     const Type part{ir::real_type(storage.dtype()), {storage.dim(0), 1}};
-    Value re = hlo::reshape(b, b.op1("stablehlo.real", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
-    Value im = hlo::reshape(b, b.op1("stablehlo.imag", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
+    Value re =
+        hlo::reshape(b, b.op1("stablehlo.real", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
+    Value im =
+        hlo::reshape(b, b.op1("stablehlo.imag", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
     Value pairs = hlo::reshape(b, hlo::concatenate(b, {re, im}, 1), {2 * storage.dim(0)});
     return reinterpret(b, pairs, dtype);
   }

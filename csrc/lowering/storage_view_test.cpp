@@ -91,9 +91,10 @@ std::vector<int64_t> element_positions(const ViewGeometry& v) {
 }
 
 std::string describe(const ViewCase& c, DType dtype) {
-  std::string s = std::string(c.name) + " [" + tpu::ir::mlir_name(dtype) + ", storage " + std::to_string(c.storage_numel) +
-                  ", sizes " + tpu::ir::i64_list(c.view.sizes) + ", strides " + tpu::ir::i64_list(c.view.strides) +
-                  ", offset " + std::to_string(c.view.offset) + "]";
+  std::string s = std::string(c.name) + " [" + tpu::ir::mlir_name(dtype) + ", storage " +
+                  std::to_string(c.storage_numel) + ", sizes " + tpu::ir::i64_list(c.view.sizes) +
+                  ", strides " + tpu::ir::i64_list(c.view.strides) + ", offset " +
+                  std::to_string(c.view.offset) + "]";
   return s;
 }
 
@@ -143,21 +144,24 @@ struct Outcome {
 
 // Adds the params of case `c` to `b` and returns its result value; fills `inputs` and the
 // expected bytes of `o`.
-Value add_case(Builder& b, const ViewCase& c, DType dtype, bool write, std::vector<HostArray>& inputs, Outcome& o) {
+Value add_case(Builder& b, const ViewCase& c, DType dtype, bool write, std::vector<HostArray>& inputs,
+               Outcome& o) {
   int size = tpu::ir::itemsize(dtype);
   std::vector<uint8_t> storage = sample_bytes(dtype, c.storage_numel, 0);
   std::vector<int64_t> pos = element_positions(c.view);
   Value s = b.param(Type{dtype, {c.storage_numel}});
   inputs.push_back(HostArray{dtype, {c.storage_numel}, storage});
   if (!write) {
-    for (int64_t p : pos) o.expected.insert(o.expected.end(), storage.begin() + p * size, storage.begin() + (p + 1) * size);
+    for (int64_t p : pos)
+      o.expected.insert(o.expected.end(), storage.begin() + p * size, storage.begin() + (p + 1) * size);
     Value r = tpu::lowering::read_view(b, s, c.view);
     CHECK_EQ(r.type, (Type{dtype, c.view.sizes}));
     return r;
   }
   std::vector<uint8_t> values = sample_bytes(dtype, numel(c.view.sizes), 1);
   o.expected = storage;
-  for (size_t k = 0; k < pos.size(); ++k) std::memcpy(o.expected.data() + pos[k] * size, values.data() + k * size, size);
+  for (size_t k = 0; k < pos.size(); ++k)
+    std::memcpy(o.expected.data() + pos[k] * size, values.data() + k * size, size);
   Value v = b.param(Type{dtype, c.view.sizes});
   inputs.push_back(HostArray{dtype, c.view.sizes, values});
   Value r = tpu::lowering::write_view(b, s, v, c.view);
@@ -181,7 +185,8 @@ std::vector<Outcome> run_cases(const std::vector<ViewCase>& cases, DType dtype, 
   Builder b;
   std::vector<HostArray> inputs;
   std::vector<Value> results;
-  for (size_t i = 0; i < cases.size(); ++i) results.push_back(add_case(b, cases[i], dtype, write, inputs, outs[i]));
+  for (size_t i = 0; i < cases.size(); ++i)
+    results.push_back(add_case(b, cases[i], dtype, write, inputs, outs[i]));
   b.set_results(results);
   try {
     auto got = tpu::testing::run(b, inputs);
@@ -191,8 +196,7 @@ std::vector<Outcome> run_cases(const std::vector<ViewCase>& cases, DType dtype, 
       outs[i].module = module_of(cases[i], dtype, write);
     }
     return outs;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   for (size_t i = 0; i < cases.size(); ++i) {
     Builder one;
     std::vector<HostArray> in;
@@ -204,8 +208,9 @@ std::vector<Outcome> run_cases(const std::vector<ViewCase>& cases, DType dtype, 
       o.got = tpu::testing::run(one, in).at(0).bytes;
       o.ran = true;
     } catch (const std::exception& e) {
-      tpu::testing::fail(__FILE__, __LINE__, std::string(write ? "write_view" : "read_view") + " of " +
-                                                 describe(cases[i], dtype) + " failed: " + e.what());
+      tpu::testing::fail(__FILE__, __LINE__,
+                         std::string(write ? "write_view" : "read_view") + " of " +
+                             describe(cases[i], dtype) + " failed: " + e.what());
     }
   }
   return outs;
@@ -217,7 +222,8 @@ void check_cases(const std::vector<ViewCase>& cases, DType dtype, bool write) {
   for (size_t i = 0; i < cases.size(); ++i) {
     if (!outs[i].ran) continue;
     std::string label = std::string(what) + " of " + describe(cases[i], dtype) + " (bytes)";
-    if (!tpu::testing::check_eq(outs[i].got, outs[i].expected, label.c_str(), "reference", __FILE__, __LINE__))
+    if (!tpu::testing::check_eq(outs[i].got, outs[i].expected, label.c_str(), "reference", __FILE__,
+                                __LINE__))
       std::printf("--- module ---\n%s", outs[i].module.c_str());
   }
 }
@@ -228,7 +234,9 @@ bool uses(const std::string& module, const char* op) { return module.find(op) !=
 
 TEST(StorageView, ReadNonOverlappingViewsF32) { check_cases(non_overlapping_cases(), DType::F32, false); }
 
-TEST(StorageView, ReadOverlappingAndBroadcastViewsF32) { check_cases(overlapping_cases(), DType::F32, false); }
+TEST(StorageView, ReadOverlappingAndBroadcastViewsF32) {
+  check_cases(overlapping_cases(), DType::F32, false);
+}
 
 TEST(StorageView, ReadOtherDtypes) {
   const std::vector<ViewCase>& a = non_overlapping_cases();
@@ -247,14 +255,17 @@ TEST(StorageView, WriteOtherDtypes) {
 
 TEST(StorageView, CommonLayoutsAvoidGatherAndScatter) {
   // The header promises slice/reshape/transpose for contiguous ranges, permutations and steps.
-  const char* structured[] = {"contiguous range with offset", "transpose", "permute(2,0,1) of 2x3x4", "x[1::3]",
-                              "x[:, 1:5:2] of 4x6", "x[::2, ::2].t() of 4x6"};
+  const char* structured[] = {"contiguous range with offset", "transpose",
+                              "permute(2,0,1) of 2x3x4",      "x[1::3]",
+                              "x[:, 1:5:2] of 4x6",           "x[::2, ::2].t() of 4x6"};
   for (const ViewCase& c : non_overlapping_cases()) {
     bool is_structured = false;
     for (const char* n : structured) is_structured |= std::string(n) == c.name;
     if (!is_structured) continue;
-    if (!CHECK(!uses(module_of(c, DType::F32, false), "stablehlo.gather"))) std::printf("  read of %s used a gather\n", c.name);
-    if (!CHECK(!uses(module_of(c, DType::F32, true), "stablehlo.scatter"))) std::printf("  write of %s used a scatter\n", c.name);
+    if (!CHECK(!uses(module_of(c, DType::F32, false), "stablehlo.gather")))
+      std::printf("  read of %s used a gather\n", c.name);
+    if (!CHECK(!uses(module_of(c, DType::F32, true), "stablehlo.scatter")))
+      std::printf("  write of %s used a scatter\n", c.name);
   }
   // Broadcast reads use broadcast_in_dim, not a gather.
   CHECK(!uses(module_of(overlapping_cases()[0], DType::F32, false), "stablehlo.gather"));
@@ -285,7 +296,8 @@ TEST(StorageView, IsContiguousAndCoversStorage) {
 namespace {
 
 // Runs reinterpret(storage of `from`, `to`) and returns the result bytes.
-std::vector<uint8_t> run_reinterpret(DType from, const std::vector<uint8_t>& bytes, DType to, int64_t expect_numel) {
+std::vector<uint8_t> run_reinterpret(DType from, const std::vector<uint8_t>& bytes, DType to,
+                                     int64_t expect_numel) {
   int64_t n = static_cast<int64_t>(bytes.size()) / tpu::ir::itemsize(from);
   Builder b;
   Value s = b.param(Type{from, {n}});
@@ -350,7 +362,8 @@ TEST(StorageView, ReinterpretComplexAsParts) {
   CHECK_EQ(run_reinterpret(DType::C64, pb, DType::U8, 24), pb);
   CHECK_EQ(run_reinterpret(DType::U8, pb, DType::C64, 3), pb);
   std::vector<uint8_t> five(pb.begin(), pb.begin() + 20);
-  CHECK_EQ(run_reinterpret(DType::F32, five, DType::C64, 2), std::vector<uint8_t>(pb.begin(), pb.begin() + 16));
+  CHECK_EQ(run_reinterpret(DType::F32, five, DType::C64, 2),
+           std::vector<uint8_t>(pb.begin(), pb.begin() + 16));
   std::vector<double> d{1.0, -3.75, 1e200, 0.125};
   CHECK_EQ(run_reinterpret(DType::C128, raw(d), DType::F64, 4), raw(d));
   CHECK_EQ(run_reinterpret(DType::F64, raw(d), DType::C128, 2), raw(d));
@@ -397,11 +410,11 @@ TEST(StorageView, DensePermutation) {
     CHECK(perm_reproduces(c.sizes, c.strides, p));
   }
   const Case not_dense[] = {
-      {{2, 3}, {4, 1}, {}},   // gap between rows
-      {{2, 3}, {1, 1}, {}},   // overlap
-      {{2, 3}, {0, 1}, {}},   // broadcast
-      {{3}, {2}, {}},         // stepped
-      {{2, 2}, {1, 3}, {}},   // gap, transposed
+      {{2, 3}, {4, 1}, {}},  // gap between rows
+      {{2, 3}, {1, 1}, {}},  // overlap
+      {{2, 3}, {0, 1}, {}},  // broadcast
+      {{3}, {2}, {}},        // stepped
+      {{2, 2}, {1, 3}, {}},  // gap, transposed
   };
   for (const Case& c : not_dense) CHECK_EQ(dense_permutation(c.sizes, c.strides), c.expected);
 }
@@ -410,7 +423,8 @@ TEST(StorageView, ToStorageLaysOutByStrides) {
   struct Case {
     std::vector<int64_t> sizes, strides;
   };
-  const Case cases[] = {{{2, 3}, {3, 1}}, {{2, 3}, {1, 2}}, {{2, 3, 4, 5}, {60, 1, 15, 3}}, {{3, 1, 2}, {1, 9, 3}}, {{}, {}}};
+  const Case cases[] = {
+      {{2, 3}, {3, 1}}, {{2, 3}, {1, 2}}, {{2, 3, 4, 5}, {60, 1, 15, 3}}, {{3, 1, 2}, {1, 9, 3}}, {{}, {}}};
   for (const Case& c : cases) {
     int64_t n = numel(c.sizes);
     std::vector<float> v(n);

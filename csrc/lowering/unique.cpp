@@ -43,17 +43,19 @@ Runs runs(Ctx& c, bool sorted) {
     r.rows = hlo::reshape(c.b, v, {r.n, 1});
     r.order = order;
   }
-  Value previous = hlo::concatenate(c.b, {hlo::slice_dim(c.b, r.rows, 0, 0, 1), hlo::slice_dim(c.b, r.rows, 0, 0, r.n - 1)}, 0);
+  Value previous = hlo::concatenate(
+      c.b, {hlo::slice_dim(c.b, r.rows, 0, 0, 1), hlo::slice_dim(c.b, r.rows, 0, 0, r.n - 1)}, 0);
   Value differs = reduce::max(c.b, hlo::compare(c.b, r.rows, previous, "NE"), {1});
   if (rest == 0) differs = hlo::full(c.b, Type{DType::Bool, {r.n}}, 0);
   Value first = hlo::compare(c.b, hlo::iota(c.b, flags, 0), hlo::full(c.b, flags, 0), "EQ");
   Value ones = hlo::convert(c.b, hlo::binary(c.b, "stablehlo.or", first, differs), DType::I64);
-  r.run = hlo::sub(c.b,
-                   hlo::reduce_window(c.b, {ones}, {hlo::constant(c.b, DType::I64, 0)}, {r.n}, {}, {{r.n - 1, 0}}, {},
-                                      [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                                        return {hlo::add(rb, a[0], a[1])};
-                                      })[0],
-                   hlo::full(c.b, flags, 1));
+  r.run = hlo::sub(
+      c.b,
+      hlo::reduce_window(c.b, {ones}, {hlo::constant(c.b, DType::I64, 0)}, {r.n}, {}, {{r.n - 1, 0}}, {},
+                         [](ir::Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                           return {hlo::add(rb, a[0], a[1])};
+                         })[0],
+      hlo::full(c.b, flags, 1));
   return r;
 }
 
@@ -61,7 +63,8 @@ Runs runs(Ctx& c, bool sorted) {
 Value count_runs(Ctx& c, bool sorted) {
   Runs r = runs(c, sorted);
   if (r.n == 0) return hlo::constant(c.b, DType::I64, 0);
-  return hlo::add(c.b, hlo::reshape(c.b, hlo::slice(c.b, r.run, {r.n - 1}, {r.n}), {}), hlo::constant(c.b, DType::I64, 1));
+  return hlo::add(c.b, hlo::reshape(c.b, hlo::slice(c.b, r.run, {r.n - 1}, {r.n}), {}),
+                  hlo::constant(c.b, DType::I64, 1));
 }
 
 // (rows [u, rest], inverse [n], counts [u]) for the u runs the result types give.

@@ -104,9 +104,13 @@ double round_to(double v, DType storage) {
 }
 
 template <typename T>
-T cubic1(T x, T a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
+T cubic1(T x, T a) {
+  return ((a + 2) * x - (a + 3)) * x * x + 1;
+}
 template <typename T>
-T cubic2(T x, T a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
+T cubic2(T x, T a) {
+  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+}
 
 // CPU's generic forward kernel computes nearest indices its own way (no special cases for
 // out == in or out == 2 in, the opmath scale, exact mode via (src - 1/2) + 1/2 in double).
@@ -179,11 +183,13 @@ Taps linear_aa_taps(int64_t in, int64_t out, bool align_corners, std::optional<d
   T s = area_pixel_scale<T>(in, out, align_corners, scale);
   const T support = (s >= 1.0) ? static_cast<T>(1.0) * s : static_cast<T>(1.0);
   int k = static_cast<int>(std::ceil(support)) * 2 + 1;
-  Taps t{in, out, k, std::vector<int64_t>(static_cast<size_t>(k) * out), std::vector<double>(static_cast<size_t>(k) * out)};
+  Taps t{in, out, k, std::vector<int64_t>(static_cast<size_t>(k) * out),
+         std::vector<double>(static_cast<size_t>(k) * out)};
   const T invscale = (s >= 1.0) ? static_cast<T>(1.0) / s : static_cast<T>(1.0);
   for (int64_t o = 0; o < out; ++o) {
     const T center = s * (o + static_cast<T>(0.5));
-    int64_t xmin = std::max(static_cast<int64_t>(center - support + static_cast<T>(0.5)), static_cast<int64_t>(0));
+    int64_t xmin =
+        std::max(static_cast<int64_t>(center - support + static_cast<T>(0.5)), static_cast<int64_t>(0));
     int64_t xsize = std::min(static_cast<int64_t>(center + support + static_cast<T>(0.5)), in) - xmin;
     xsize = std::clamp<int64_t>(xsize, 0, k);
     std::vector<T> w(k, 0);
@@ -210,8 +216,10 @@ Taps make_taps(Mode mode, DType dtype, DType storage, int64_t in, int64_t out, b
                std::optional<double> scale, bool generic = false) {
   const bool f64 = dtype == DType::F64;
   switch (mode) {
-    case Mode::Nearest: return nearest_taps(in, out, scale, false, generic, f64);
-    case Mode::NearestExact: return nearest_taps(in, out, scale, true, generic, f64);
+    case Mode::Nearest:
+      return nearest_taps(in, out, scale, false, generic, f64);
+    case Mode::NearestExact:
+      return nearest_taps(in, out, scale, true, generic, f64);
     case Mode::Linear:
       return f64 ? linear_taps<double>(in, out, align_corners, scale, storage)
                  : linear_taps<float>(in, out, align_corners, scale, storage);
@@ -231,8 +239,10 @@ std::string float_literal(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   std::string s = buf;
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  else if (s.find('.') == std::string::npos && s.find('n') == std::string::npos) s.insert(s.find('e'), ".0");
+  if (s.find_first_of(".en") == std::string::npos)
+    s += ".0";
+  else if (s.find('.') == std::string::npos && s.find('n') == std::string::npos)
+    s.insert(s.find('e'), ".0");
   return s;
 }
 
@@ -312,8 +322,8 @@ std::vector<Value> lower_upsample(Ctx& c) {
   DType storage = out_dtype;
   if (M == Mode::Linear && small_2d) storage = x.dtype();
   for (int d = N - 1; d >= 0; --d) {
-    Taps t = make_taps(M, out_dtype, storage, x.dim(r - N + d), c.ints(1)[d], align, scale_arg(c, first_scale + d),
-                       !small_2d);
+    Taps t = make_taps(M, out_dtype, storage, x.dim(r - N + d), c.ints(1)[d], align,
+                       scale_arg(c, first_scale + d), !small_2d);
     x = resample_dim(b, x, r - N + d, t);
   }
   return {hlo::reshape(b, hlo::convert(b, x, out_dtype), c.out().shape)};
@@ -355,16 +365,25 @@ TPU_LOWERING("aten::upsample_trilinear3d", lower_upsample<Mode::Linear, 3>, scal
 TPU_LOWERING("aten::upsample_bicubic2d", lower_upsample<Mode::Cubic, 2>, scale_bits(3, 2));
 TPU_LOWERING("aten::_upsample_bilinear2d_aa", lower_upsample<Mode::LinearAA, 2>, scale_bits(3, 2));
 
-TPU_LOWERING("aten::upsample_nearest1d_backward", lower_upsample_backward<Mode::Nearest, 1>, scale_bits(3, 1));
-TPU_LOWERING("aten::upsample_nearest2d_backward", lower_upsample_backward<Mode::Nearest, 2>, scale_bits(3, 2));
-TPU_LOWERING("aten::upsample_nearest3d_backward", lower_upsample_backward<Mode::Nearest, 3>, scale_bits(3, 3));
-TPU_LOWERING("aten::_upsample_nearest_exact1d_backward", lower_upsample_backward<Mode::NearestExact, 1>, scale_bits(3, 1));
-TPU_LOWERING("aten::_upsample_nearest_exact2d_backward", lower_upsample_backward<Mode::NearestExact, 2>, scale_bits(3, 2));
-TPU_LOWERING("aten::_upsample_nearest_exact3d_backward", lower_upsample_backward<Mode::NearestExact, 3>, scale_bits(3, 3));
+TPU_LOWERING("aten::upsample_nearest1d_backward", lower_upsample_backward<Mode::Nearest, 1>,
+             scale_bits(3, 1));
+TPU_LOWERING("aten::upsample_nearest2d_backward", lower_upsample_backward<Mode::Nearest, 2>,
+             scale_bits(3, 2));
+TPU_LOWERING("aten::upsample_nearest3d_backward", lower_upsample_backward<Mode::Nearest, 3>,
+             scale_bits(3, 3));
+TPU_LOWERING("aten::_upsample_nearest_exact1d_backward", lower_upsample_backward<Mode::NearestExact, 1>,
+             scale_bits(3, 1));
+TPU_LOWERING("aten::_upsample_nearest_exact2d_backward", lower_upsample_backward<Mode::NearestExact, 2>,
+             scale_bits(3, 2));
+TPU_LOWERING("aten::_upsample_nearest_exact3d_backward", lower_upsample_backward<Mode::NearestExact, 3>,
+             scale_bits(3, 3));
 TPU_LOWERING("aten::upsample_linear1d_backward", lower_upsample_backward<Mode::Linear, 1>, scale_bits(4, 1));
-TPU_LOWERING("aten::upsample_bilinear2d_backward", lower_upsample_backward<Mode::Linear, 2>, scale_bits(4, 2));
-TPU_LOWERING("aten::upsample_trilinear3d_backward", lower_upsample_backward<Mode::Linear, 3>, scale_bits(4, 3));
+TPU_LOWERING("aten::upsample_bilinear2d_backward", lower_upsample_backward<Mode::Linear, 2>,
+             scale_bits(4, 2));
+TPU_LOWERING("aten::upsample_trilinear3d_backward", lower_upsample_backward<Mode::Linear, 3>,
+             scale_bits(4, 3));
 TPU_LOWERING("aten::upsample_bicubic2d_backward", lower_upsample_backward<Mode::Cubic, 2>, scale_bits(4, 2));
-TPU_LOWERING("aten::_upsample_bilinear2d_aa_backward", lower_upsample_backward<Mode::LinearAA, 2>, scale_bits(4, 2));
+TPU_LOWERING("aten::_upsample_bilinear2d_aa_backward", lower_upsample_backward<Mode::LinearAA, 2>,
+             scale_bits(4, 2));
 
 }  // namespace tpu::lowering

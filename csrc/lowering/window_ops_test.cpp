@@ -41,8 +41,10 @@ int64_t out_size(int64_t in, int64_t ld, int64_t lo, int64_t hi, int64_t k, int6
 // StableHLO convolution over lhs [N, C, H, W] and rhs [O, C/G, KH, KW]: [N/B, O, OH, OW].
 std::vector<double> reference(const Conv2d& p, const std::vector<double>& lhs, const std::vector<double>& rhs,
                               Shape* shape) {
-  int64_t oh = out_size(p.h, p.lhs_dil[0], p.padding[0].first, p.padding[0].second, p.kh, p.rhs_dil[0], p.strides[0]);
-  int64_t ow = out_size(p.w, p.lhs_dil[1], p.padding[1].first, p.padding[1].second, p.kw, p.rhs_dil[1], p.strides[1]);
+  int64_t oh =
+      out_size(p.h, p.lhs_dil[0], p.padding[0].first, p.padding[0].second, p.kh, p.rhs_dil[0], p.strides[0]);
+  int64_t ow =
+      out_size(p.w, p.lhs_dil[1], p.padding[1].first, p.padding[1].second, p.kw, p.rhs_dil[1], p.strides[1]);
   int64_t nb = p.n / p.batch_groups, ci = p.c / p.groups;
   *shape = {nb, p.o, oh, ow};
   std::vector<double> out(nb * p.o * oh * ow, 0.0);
@@ -63,7 +65,8 @@ std::vector<double> reference(const Conv2d& p, const std::vector<double>& lhs, c
                 int64_t iy = py / p.lhs_dil[0], ix = px / p.lhs_dil[1];
                 if (iy >= p.h || ix >= p.w) continue;
                 int64_t c = fg * ci + i;
-                acc += lhs[((n_in * p.c + c) * p.h + iy) * p.w + ix] * rhs[((o * ci + i) * p.kh + ky) * p.kw + kx];
+                acc += lhs[((n_in * p.c + c) * p.h + iy) * p.w + ix] *
+                       rhs[((o * ci + i) * p.kh + ky) * p.kw + kx];
               }
           out[((b * p.o + o) * oh + y) * ow + x] = acc;
         }
@@ -151,8 +154,8 @@ TEST(WindowOps, ReduceWindowVariadic) {
   Builder b;
   Value x = b.param(Type{DType::F64, {h, w}}), y = b.param(Type{DType::F64, {h, w}});
   std::vector<Value> r = hlo::reduce_window(
-      b, {x, y}, {hlo::constant(b, DType::F64, 0), hlo::constant(b, DType::F64, -INFINITY)}, window, strides, pad, dil,
-      [](Builder& rb, const std::vector<Value>& v) -> std::vector<Value> {
+      b, {x, y}, {hlo::constant(b, DType::F64, 0), hlo::constant(b, DType::F64, -INFINITY)}, window, strides,
+      pad, dil, [](Builder& rb, const std::vector<Value>& v) -> std::vector<Value> {
         return {hlo::add(rb, v[0], v[2]), hlo::max(rb, v[1], v[3])};
       });
   int64_t oh = out_size(h, 1, 1, 1, 3, 1, 2), ow = out_size(w, 1, 0, 2, 2, 2, 1);

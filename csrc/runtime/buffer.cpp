@@ -11,9 +11,7 @@ namespace {
 std::atomic<int64_t> g_allocated{0}, g_peak{0}, g_allocs{0}, g_frees{0};
 }
 
-MemoryStats memory_stats() {
-  return {g_allocated.load(), g_peak.load(), g_allocs.load(), g_frees.load()};
-}
+MemoryStats memory_stats() { return {g_allocated.load(), g_peak.load(), g_allocs.load(), g_frees.load()}; }
 
 void reset_peak_memory() { g_peak.store(g_allocated.load()); }
 
@@ -23,8 +21,7 @@ Buffer::Buffer(const PJRT_Api* api, PJRT_Buffer* buffer) : api_(api), buffer_(bu
   if (api_->PJRT_Buffer_OnDeviceSizeInBytes(&args) == nullptr) bytes_ = args.on_device_size_in_bytes;
   int64_t now = (g_allocated += bytes_);
   int64_t peak = g_peak.load();
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
-  }
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {}
   ++g_allocs;
 }
 

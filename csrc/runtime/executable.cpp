@@ -26,8 +26,7 @@ Executable::~Executable() {
   api_->PJRT_LoadedExecutable_Destroy(&d);
 }
 
-std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args,
-                                           PJRT_Device* device,
+std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device,
                                            const std::vector<int64_t>& non_donatable) const {
   TPU_PJRT_ARGS(PJRT_ExecuteOptions, options);
   options.non_donatable_input_indices = non_donatable.data();

@@ -59,7 +59,8 @@ std::vector<T> download(const tpu::runtime::Buffer& b, size_t n) {
 }
 
 template <typename T>
-std::vector<T> roundtrip(const std::vector<T>& host, PJRT_Buffer_Type type, const std::vector<int64_t>& dims) {
+std::vector<T> roundtrip(const std::vector<T>& host, PJRT_Buffer_Type type,
+                         const std::vector<int64_t>& dims) {
   BufferPtr b = client().buffer_from_host(host.data(), type, dims, 0);
   CHECK_EQ(b->dims(), dims);
   CHECK_EQ(static_cast<int>(b->element_type()), static_cast<int>(type));
@@ -160,8 +161,8 @@ TEST(RuntimeBuffer, RoundtripF32) {
 }
 
 TEST(RuntimeBuffer, RoundtripI64) {
-  std::vector<int64_t> host{std::numeric_limits<int64_t>::min(), -1, 0, 1, std::numeric_limits<int64_t>::max(),
-                            int64_t{1} << 40};
+  std::vector<int64_t> host{
+      std::numeric_limits<int64_t>::min(), -1, 0, 1, std::numeric_limits<int64_t>::max(), int64_t{1} << 40};
   CHECK_EQ(roundtrip(host, PJRT_Buffer_Type_S64, {3, 2}), host);
 }
 
@@ -301,7 +302,8 @@ TEST(RuntimeCompileOptions, DocumentedEncoding) {
   using tpu::runtime::encode_compile_options;
   auto bytes = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
   // CompileOptionsProto{ executable_build_options(3) { num_replicas(4): 1, num_partitions(5): 1 } }
-  CHECK_EQ(bytes(encode_compile_options(1, 1, false)), (std::vector<uint8_t>{0x1a, 0x04, 0x20, 0x01, 0x28, 0x01}));
+  CHECK_EQ(bytes(encode_compile_options(1, 1, false)),
+           (std::vector<uint8_t>{0x1a, 0x04, 0x20, 0x01, 0x28, 0x01}));
   // ... plus compile_portable_executable(4): true
   CHECK_EQ(bytes(encode_compile_options(1, 1, true)),
            (std::vector<uint8_t>{0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01}));

@@ -90,7 +90,11 @@ std::string show(const T& v) {
     std::ostringstream out;
     out << v;
     return out.str();
-  } else if constexpr (requires(const T& r) { r.begin(); r.end(); r.size(); }) {
+  } else if constexpr (requires(const T& r) {
+                         r.begin();
+                         r.end();
+                         r.size();
+                       }) {
     return show_range(v);
   } else {
     return "<unprintable>";
@@ -120,8 +124,9 @@ bool check_ne(const A& a, const B& b, const char* ea, const char* eb, const char
 inline bool check_near(double a, double b, double tol, const char* ea, const char* eb, const char* file,
                        int line) {
   if (std::fabs(a - b) <= tol || (std::isnan(a) && std::isnan(b))) return true;
-  fail(file, line, std::string(ea) + " ~= " + eb + " (tolerance " + show(tol) + ")\n    left:  " +
-                       show(a) + "\n    right: " + show(b));
+  fail(file, line,
+       std::string(ea) + " ~= " + eb + " (tolerance " + show(tol) + ")\n    left:  " + show(a) +
+           "\n    right: " + show(b));
   return false;
 }
 
@@ -171,44 +176,45 @@ inline int run_all(int argc, char** argv) {
 #define TPU_TEST_CONCAT_INNER(a, b) a##b
 #define TPU_TEST_CONCAT(a, b) TPU_TEST_CONCAT_INNER(a, b)
 
-#define TEST(suite, name)                                                                       \
-  static void tpu_test_##suite##_##name();                                                      \
-  static ::tpu::testing::Registrar TPU_TEST_CONCAT(tpu_test_registrar_, __COUNTER__)(         \
-      #suite, #name, __FILE__, __LINE__, &tpu_test_##suite##_##name);                           \
+#define TEST(suite, name)                                                             \
+  static void tpu_test_##suite##_##name();                                            \
+  static ::tpu::testing::Registrar TPU_TEST_CONCAT(tpu_test_registrar_, __COUNTER__)( \
+      #suite, #name, __FILE__, __LINE__, &tpu_test_##suite##_##name);                 \
   static void tpu_test_##suite##_##name()
 
-#define CHECK(cond) \
-  ((cond) ? true : (::tpu::testing::fail(__FILE__, __LINE__, "CHECK(" #cond ")"), false))
+#define CHECK(cond) ((cond) ? true : (::tpu::testing::fail(__FILE__, __LINE__, "CHECK(" #cond ")"), false))
 #define CHECK_EQ(a, b) ::tpu::testing::check_eq((a), (b), #a, #b, __FILE__, __LINE__)
 #define CHECK_NE(a, b) ::tpu::testing::check_ne((a), (b), #a, #b, __FILE__, __LINE__)
 #define CHECK_NEAR(a, b, tol) ::tpu::testing::check_near((a), (b), (tol), #a, #b, __FILE__, __LINE__)
 
-#define REQUIRE(cond) \
-  do {                \
+#define REQUIRE(cond)                                    \
+  do {                                                   \
     if (!CHECK(cond)) throw ::tpu::testing::AbortTest{}; \
   } while (0)
-#define REQUIRE_EQ(a, b) \
-  do {                   \
+#define REQUIRE_EQ(a, b)                                    \
+  do {                                                      \
     if (!CHECK_EQ(a, b)) throw ::tpu::testing::AbortTest{}; \
   } while (0)
 
 // CHECK_THROWS(stmt, Type): `stmt` throws a Type. CHECK_THROWS_WITH also wants `substr` in what().
-#define CHECK_THROWS_WITH(stmt, Type, substr)                                                    \
-  do {                                                                                          \
-    bool tpu_thrown_ = false;                                                                   \
-    try {                                                                                       \
-      stmt;                                                                                     \
-    } catch (const Type& tpu_e_) {                                                              \
-      tpu_thrown_ = true;                                                                       \
-      std::string tpu_what_ = tpu_e_.what(), tpu_sub_ = (substr);                               \
-      if (tpu_what_.find(tpu_sub_) == std::string::npos)                                        \
-        ::tpu::testing::fail(__FILE__, __LINE__, "message of " #Type " from `" #stmt           \
-                                                 "` lacks \"" + tpu_sub_ + "\":\n    " + tpu_what_); \
-    } catch (const std::exception& tpu_e_) {                                                    \
-      tpu_thrown_ = true;                                                                       \
-      ::tpu::testing::fail(__FILE__, __LINE__, "`" #stmt "` threw another exception than " #Type \
-                                               ": " + std::string(tpu_e_.what()));             \
-    }                                                                                           \
+#define CHECK_THROWS_WITH(stmt, Type, substr)                                                       \
+  do {                                                                                              \
+    bool tpu_thrown_ = false;                                                                       \
+    try {                                                                                           \
+      stmt;                                                                                         \
+    } catch (const Type& tpu_e_) {                                                                  \
+      tpu_thrown_ = true;                                                                           \
+      std::string tpu_what_ = tpu_e_.what(), tpu_sub_ = (substr);                                   \
+      if (tpu_what_.find(tpu_sub_) == std::string::npos)                                            \
+        ::tpu::testing::fail(                                                                       \
+            __FILE__, __LINE__,                                                                     \
+            "message of " #Type " from `" #stmt "` lacks \"" + tpu_sub_ + "\":\n    " + tpu_what_); \
+    } catch (const std::exception& tpu_e_) {                                                        \
+      tpu_thrown_ = true;                                                                           \
+      ::tpu::testing::fail(                                                                         \
+          __FILE__, __LINE__,                                                                       \
+          "`" #stmt "` threw another exception than " #Type ": " + std::string(tpu_e_.what()));     \
+    }                                                                                               \
     if (!tpu_thrown_) ::tpu::testing::fail(__FILE__, __LINE__, "`" #stmt "` did not throw " #Type); \
   } while (0)
 #define CHECK_THROWS(stmt, Type) CHECK_THROWS_WITH(stmt, Type, "")
