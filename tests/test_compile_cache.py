@@ -1,10 +1,12 @@
 """The persistent compile cache: a warm cache compiles nothing in a new process; damaged entries
-and leftover temp files are never used; LRU eviction, disabling and concurrent processes.
+and leftover temp files are never used; LRU eviction, disabling and concurrent processes; trust
+(directories and entries of other owners or writable by others are not used).
 
 Each test runs fresh processes against its own TORCH_TPU_CACHE_DIR (tmp_path)."""
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -40,7 +42,11 @@ print("RESULT " + json.dumps({{"out": out, "counters": torch_tpu.metrics.counter
 
 def _env(cache_dir, **extra):
     env = dict(os.environ)
-    for k in ("TORCH_TPU_CACHE_DIR", "TORCH_TPU_DISK_CACHE", "TORCH_TPU_CACHE_MAX_BYTES"):
+    for k in (
+        "TORCH_TPU_CACHE_DIR",
+        "TORCH_TPU_DISK_CACHE",
+        "TORCH_TPU_CACHE_MAX_BYTES",
+    ):
         env.pop(k, None)
     # Single-op programs: strict mode, whatever the outer environment asks for.
     env.pop("TORCH_TPU_LAUNCH_BLOCKING", None)
@@ -272,3 +278,91 @@ def test_entry_with_other_output_shapes_is_not_used(tmp_path):
     second, _ = run(tmp_path, body="out = torch.arange(20, device='tpu').cpu().tolist()")
     assert second["out"] == list(range(20))
     assert second["counters"]["disk_hits"] == 0 and second["counters"]["compiles"] >= 1
+
+
+def _mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def _snapshot(directory):
+    """Every file with its size, mtime, owner and mode: a read refreshes an entry's mtime, so an
+    unchanged snapshot means nothing was loaded, written or removed."""
+    out = []
+    for name in sorted(os.listdir(directory)):
+        st = os.lstat(os.path.join(directory, name))
+        out.append((name, st.st_size, st.st_mtime_ns, st.st_uid, st.st_mode))
+    return out
+
+
+def test_new_cache_directory_is_private_and_its_entries_0600(tmp_path):
+    cache = tmp_path / "made" / "cache"
+    result, _ = run(cache)
+    assert result["counters"]["disk_writes"] > 0
+    assert _mode(tmp_path / "made") == 0o700 and _mode(cache) == 0o700
+    files = entries(cache)
+    assert len(files) == result["counters"]["disk_writes"]
+    for f in files:
+        assert _mode(f) == 0o600 and os.stat(f).st_uid == os.geteuid(), f
+    assert sorted(os.listdir(cache)) == sorted(os.path.basename(f) for f in files)
+
+
+def test_cache_directory_writable_by_others_is_not_used(tmp_path):
+    cold, _ = run(tmp_path)
+    n = cold["counters"]["compiles"]
+    os.chmod(tmp_path, 0o777)
+    before = _snapshot(tmp_path)
+
+    again, stderr = run(tmp_path)
+    c = again["counters"]
+    # One warning naming the directory and the fix; nothing loaded, written or removed.
+    assert stderr.count("RuntimeWarning") == 1, stderr
+    assert (
+        f"not using the compile cache directory {tmp_path}: it is writable by group or "
+        "others (mode 0777)" in stderr
+    )
+    assert f"chmod 700 {tmp_path}" in stderr
+    assert c["disk_hits"] == 0 and c["disk_writes"] == 0 and c["disk_misses"] == 0, c
+    assert c["compiles"] == n and c["disk_errors"] == 1
+    assert _snapshot(tmp_path) == before
+    info = again["info"]
+    assert not info["enabled"] and info["directory"] == str(tmp_path)
+    assert f"chmod 700 {tmp_path}" in info["refused"] and info["entries"] == 0
+    assert again["out"] == cold["out"]
+
+    # Fixed as the warning says: used again.
+    os.chmod(tmp_path, 0o700)
+    fixed, stderr = run(tmp_path)
+    assert fixed["counters"]["compiles"] == 0 and fixed["counters"]["disk_hits"] == n
+    assert fixed["info"]["enabled"] and fixed["info"]["refused"] == ""
+    assert "RuntimeWarning" not in stderr
+
+
+@pytest.mark.parametrize("tamper", ["chown", "chmod"])
+def test_entry_of_another_owner_or_writable_by_others_is_not_loaded(tmp_path, tamper):
+    if tamper == "chown" and os.geteuid() != 0:
+        pytest.skip("needs root to chown a file to another user")
+    cold, _ = run(tmp_path)
+    files = entries(tmp_path)
+    n = len(files)
+    victim = files[n // 2]
+    if tamper == "chown":
+        os.chown(victim, 65534, 65534)
+        reason = "it is owned by uid 65534, not by this user"
+    else:
+        os.chmod(victim, 0o666)
+        reason = "it is writable by group or others (mode 0666)"
+
+    again, stderr = run(tmp_path)
+    c = again["counters"]
+    assert stderr.count("RuntimeWarning") == 1, stderr
+    assert f"ignoring compile cache entry {victim}: {reason}" in stderr
+    # Every other entry loads; this one is compiled again, not loaded.
+    assert c["disk_hits"] == n - 1 and c["compiles"] == 1 and c["disk_errors"] == 1, c
+    assert again["info"]["enabled"]
+    assert again["out"] == cold["out"]
+    # ... and rewritten as this user's own entry, which the next process loads.
+    assert os.stat(victim).st_uid == os.geteuid() and _mode(victim) == 0o600
+    third, stderr = run(tmp_path)
+    assert third["counters"]["compiles"] == 0 and third["counters"]["disk_hits"] == n
+    assert "RuntimeWarning" not in stderr
+

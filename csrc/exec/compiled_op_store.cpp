@@ -242,6 +242,7 @@ bool load_compiled_op(const std::string& pkey, CompiledOp& op) {
   runtime::Client& c = client();
   const std::string full_key = cache_identity(c) + pkey;
   std::optional<std::string> bytes = cache.load(full_key);
+  if (!bytes && !cache.enabled()) return false;  // the directory was refused just now: no miss
   if (bytes) {
     CompiledOpPtr stored;
     try {
