@@ -1,6 +1,7 @@
 """The persistent compile cache: a warm cache compiles nothing in a new process; damaged entries
 and leftover temp files are never used; LRU eviction, disabling and concurrent processes; trust
-(directories and entries of other owners or writable by others are not used).
+(directories and entries of other owners or writable by others are not used); XLA_FLAGS in the
+cache identity.
 
 Each test runs fresh processes against its own TORCH_TPU_CACHE_DIR (tmp_path)."""
 
@@ -46,6 +47,9 @@ def _env(cache_dir, **extra):
         "TORCH_TPU_CACHE_DIR",
         "TORCH_TPU_DISK_CACHE",
         "TORCH_TPU_CACHE_MAX_BYTES",
+        "XLA_FLAGS",
+        "LIBTPU_INIT_ARGS",
+        "TORCH_TPU_VERBOSE_PLUGIN",
     ):
         env.pop(k, None)
     # Single-op programs: strict mode, whatever the outer environment asks for.
@@ -365,4 +369,23 @@ def test_entry_of_another_owner_or_writable_by_others_is_not_loaded(tmp_path, ta
     third, stderr = run(tmp_path)
     assert third["counters"]["compiles"] == 0 and third["counters"]["disk_hits"] == n
     assert "RuntimeWarning" not in stderr
+
+
+def test_xla_flags_are_part_of_the_cache_identity(tmp_path):
+    # A real XLA:CPU flag at its default value: harmless, yet a different XLA_FLAGS.
+    flags = "--xla_cpu_enable_fast_math=false"
+    plain, _ = run(tmp_path)
+    n = plain["counters"]["compiles"]
+    assert n > 0
+
+    first, _ = run(tmp_path, XLA_FLAGS=flags)
+    assert first["counters"]["disk_hits"] == 0 and first["counters"]["compiles"] == n
+    same, _ = run(tmp_path, XLA_FLAGS=flags)
+    assert same["counters"]["compiles"] == 0 and same["counters"]["disk_hits"] == n
+    other, _ = run(tmp_path, XLA_FLAGS=flags + " --xla_cpu_fast_math_honor_nans=true")
+    assert other["counters"]["disk_hits"] == 0 and other["counters"]["compiles"] == n
+    unset, _ = run(tmp_path)
+    assert unset["counters"]["compiles"] == 0 and unset["counters"]["disk_hits"] == n
+    assert len(entries(tmp_path)) == 3 * n
+    assert plain["out"] == first["out"] == same["out"] == other["out"] == unset["out"]
 

@@ -8,9 +8,10 @@ least recently used entries going first.
 A program found in memory runs at once; else one found here is loaded instead of compiled
 (``torch_tpu.metrics.counters()["disk_hits"]``); else it is compiled and written here. Entries
 are keyed by the op's compact cache key plus the PJRT plugin (platform, version, attributes,
-library file), this build of torch_tpu and the torch version. Writes are atomic and entries are
-checksummed: a damaged entry is discarded with a ``RuntimeWarning`` and recompiled, and any
-number of processes of the same user may share the directory.
+library file), the device kind and count, ``XLA_FLAGS`` and ``LIBTPU_INIT_ARGS`` (they change
+what the plugin compiles), this build of torch_tpu and the torch version. Writes are atomic and
+entries are checksummed: a damaged entry is discarded with a ``RuntimeWarning`` and recompiled,
+and any number of processes of the same user may share the directory.
 
 The entries are machine code that this process runs, so the cache trusts only its user, as ssh
 does with its key files: the directory is created with mode 0700 and entries with 0600. A cache
