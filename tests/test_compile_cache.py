@@ -1,7 +1,7 @@
 """The persistent compile cache: a warm cache compiles nothing in a new process; damaged entries
 and leftover temp files are never used; LRU eviction, disabling and concurrent processes; trust
 (directories and entries of other owners or writable by others are not used); XLA_FLAGS in the
-cache identity.
+cache identity, and a clear error for an XLA_FLAGS the plugin rejects.
 
 Each test runs fresh processes against its own TORCH_TPU_CACHE_DIR (tmp_path)."""
 
@@ -389,3 +389,74 @@ def test_xla_flags_are_part_of_the_cache_identity(tmp_path):
     assert len(entries(tmp_path)) == 3 * n
     assert plain["out"] == first["out"] == same["out"] == other["out"] == unset["out"]
 
+
+def test_unknown_flag_in_xla_flags_raises_a_clear_error(tmp_path):
+    # The plugin parses XLA_FLAGS as its client starts and _exit(1)s on an unknown flag, with its
+    # start-up output muted: without the check this process would end silently.
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch, torch_tpu\nprint('started', flush=True)\ntorch.ones(2, device='tpu') + 1",
+        ],
+        check=False,
+        cwd=ROOT,
+        env=_env(tmp_path, XLA_FLAGS="--xla_no_such_flag"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 1 and p.stdout == "started\n", (p.stdout, p.stderr)
+    assert "Traceback" in p.stderr and "RuntimeError: torch_tpu: the PJRT plugin" in p.stderr
+    assert 'rejects XLA_FLAGS="--xla_no_such_flag"' in p.stderr
+    assert "unknown flag --xla_no_such_flag. Remove it from XLA_FLAGS" in p.stderr, p.stderr
+
+
+CATCH_FLAG_ERROR = """
+import json, torch, torch_tpu
+errors = []
+for _ in range(2):
+    try:
+        torch.ones(2, device="tpu") + 1
+    except RuntimeError as e:
+        errors.append(str(e))
+print("RESULT " + json.dumps(errors))
+"""
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (
+            "--xla_cpu_enable_fast_math=false --xla_no_such_flag --xla_nor_this=1",
+            [
+                "unknown flags --xla_no_such_flag --xla_nor_this=1. Remove them from XLA_FLAGS",
+                "Unknown flags in XLA_FLAGS: --xla_no_such_flag --xla_nor_this=1",
+            ],
+        ),
+        (
+            "--xla_cpu_enable_fast_math=maybe",
+            [
+                "Correct XLA_FLAGS or unset it",
+                "Couldn't interpret value maybe for flag xla_cpu_enable_fast_math",
+            ],
+        ),
+    ],
+    ids=["unknown", "bad_value"],
+)
+def test_rejected_xla_flags_raise_a_catchable_error_each_time(tmp_path, flags, expected):
+    p = subprocess.run(
+        [sys.executable, "-c", CATCH_FLAG_ERROR],
+        check=False,
+        cwd=ROOT,
+        env=_env(tmp_path, XLA_FLAGS=flags),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    errors = _parse(p.stdout, p.stderr)
+    assert len(errors) == 2 and errors[0] == errors[1]
+    assert f'rejects XLA_FLAGS="{flags}"' in errors[0]
+    for text in expected:
+        assert text in errors[0], errors[0]

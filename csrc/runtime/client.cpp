@@ -23,6 +23,7 @@ Client::Client(std::shared_ptr<Plugin> plugin, const std::map<std::string, int64
   create.create_options = options.data();
   create.num_options = options.size();
   compile_environment_ = read_compile_environment();
+  check_plugin_accepts_flags(*plugin_, create);
   check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
   client_ = create.client;
 

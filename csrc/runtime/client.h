@@ -15,7 +15,8 @@ namespace tpu::runtime {
 
 class Client {
  public:
-  // `int_options` become PJRT_NamedValue int64 create options (e.g. cpu_device_count).
+  // `int_options` become PJRT_NamedValue int64 create options (e.g. cpu_device_count). Throws
+  // std::runtime_error when the plugin would end the process over XLA_FLAGS (plugin_environment.h).
   Client(std::shared_ptr<Plugin> plugin, const std::map<std::string, int64_t>& int_options);
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
