@@ -342,33 +342,43 @@ def test_cache_directory_writable_by_others_is_not_used(tmp_path):
 
 
 @pytest.mark.parametrize("tamper", ["chown", "chmod"])
-def test_entry_of_another_owner_or_writable_by_others_is_not_loaded(tmp_path, tamper):
+def test_entry_of_another_owner_or_writable_by_others_turns_the_directory_off(tmp_path, tamper):
     if tamper == "chown" and os.geteuid() != 0:
         pytest.skip("needs root to chown a file to another user")
     cold, _ = run(tmp_path)
+    n = cold["counters"]["compiles"]
     files = entries(tmp_path)
-    n = len(files)
-    victim = files[n // 2]
+    victim = files[len(files) // 2]
     if tamper == "chown":
         os.chown(victim, 65534, 65534)
-        reason = "it is owned by uid 65534, not by this user"
+        reason, fix = "is owned by uid 65534, not by this user", f"Remove {victim}"
     else:
         os.chmod(victim, 0o666)
-        reason = "it is writable by group or others (mode 0666)"
+        reason, fix = "is writable by group or others (mode 0666)", f"chmod 600 {victim}"
+    before = _snapshot(tmp_path)
 
     again, stderr = run(tmp_path)
     c = again["counters"]
+    # One warning naming the entry and the fix; nothing loaded from or written into the directory.
     assert stderr.count("RuntimeWarning") == 1, stderr
-    assert f"ignoring compile cache entry {victim}: {reason}" in stderr
-    # Every other entry loads; this one is compiled again, not loaded.
-    assert c["disk_hits"] == n - 1 and c["compiles"] == 1 and c["disk_errors"] == 1, c
-    assert again["info"]["enabled"]
+    assert (
+        f"not using the compile cache directory {tmp_path}: its entry {victim} {reason}" in stderr
+    )
+    assert fix in stderr
+    assert c["disk_hits"] == 0 and c["disk_writes"] == 0 and c["disk_misses"] == 0, c
+    assert c["compiles"] == n and c["disk_errors"] == 1
+    assert _snapshot(tmp_path) == before
+    assert not again["info"]["enabled"] and fix in again["info"]["refused"]
     assert again["out"] == cold["out"]
-    # ... and rewritten as this user's own entry, which the next process loads.
-    assert os.stat(victim).st_uid == os.geteuid() and _mode(victim) == 0o600
-    third, stderr = run(tmp_path)
-    assert third["counters"]["compiles"] == 0 and third["counters"]["disk_hits"] == n
+
+    # Fixed as the warning says: used again.
+    if tamper == "chown":
+        os.remove(victim)
+    else:
+        os.chmod(victim, 0o600)
+    fixed, stderr = run(tmp_path)
     assert "RuntimeWarning" not in stderr
+    assert fixed["counters"]["disk_hits"] >= n - 1 and fixed["info"]["enabled"]
 
 
 def test_xla_flags_are_part_of_the_cache_identity(tmp_path):

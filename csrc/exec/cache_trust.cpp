@@ -21,31 +21,30 @@ std::string distrust_warning(const struct stat& st, CacheFileKind kind, const st
   const uid_t me = ::geteuid();
   std::string reason, fix;
   if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
-    reason = S_ISLNK(st.st_mode) ? "it is a symbolic link"
-             : directory         ? "it is not a directory"
-                                 : "it is not a regular file";
-    fix = "Choose another TORCH_TPU_CACHE_DIR";
+    reason = S_ISLNK(st.st_mode) ? "is a symbolic link"
+             : directory         ? "is not a directory"
+                                 : "is not a regular file";
+    fix = directory ? "Choose another TORCH_TPU_CACHE_DIR" : "Remove " + path;
   } else if (st.st_uid != me) {
-    reason = "it is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+    reason = "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
              std::to_string(me) + "), so the program" + (directory ? "s" : "") +
              " in it could be another user's code";
-    fix = "Remove it or choose another TORCH_TPU_CACHE_DIR";
+    fix = "Remove " + path + " or choose another TORCH_TPU_CACHE_DIR";
   } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    reason = "it is writable by group or others (mode " + octal_mode(st.st_mode) +
+    reason = "is writable by group or others (mode " + octal_mode(st.st_mode) +
              "), so another user could " +
              (directory ? "put programs in it for this process to run"
                         : "have changed the program in it");
-    fix = "Run `chmod 700 " + path + "` or choose another TORCH_TPU_CACHE_DIR";
+    fix = "Run `chmod " + std::string(directory ? "700 " : "600 ") + path +
+          "` or choose another TORCH_TPU_CACHE_DIR";
   } else {
     return {};
   }
-  if (directory)
-    return "not using the compile cache directory " + path + ": " + reason + ". " + fix +
-           "; until then the compile cache is off (torch_tpu.cache.enable() checks again)";
-  // An entry needs no fix by hand: the op is recompiled and its entry written again (mode 0600)
-  // over this file; the directory is ours, so that rename replaces a file of any owner.
-  return "ignoring compile cache entry " + path + ": " + reason +
-         ". It is not loaded; the op is recompiled and its entry rewritten";
+  // An untrusted entry turns the whole directory off too: someone else could write there.
+  const std::string dir = directory ? path : path.substr(0, path.rfind('/'));
+  return "not using the compile cache directory " + dir + ": " +
+         (directory ? "it " : "its entry " + path + " ") + reason + ". " + fix +
+         "; until then the compile cache is off (torch_tpu.cache.enable() checks again)";
 }
 
 }  // namespace tpu::exec

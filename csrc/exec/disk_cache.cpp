@@ -119,28 +119,49 @@ struct FileInfo {
   uint64_t size;
 };
 
-// Entries of the directory open as `dir_fd` (and, when `temps` is given, its temp files).
-std::vector<FileInfo> list_dir(int dir_fd, std::vector<FileInfo>* temps) {
-  std::vector<FileInfo> out;
+// Calls `visit(name, stat)` for each entry or temp file (not followed if a link) of the directory
+// open as `dir_fd`, until it returns false.
+template <typename Visit>
+void for_each_file(int dir_fd, Visit visit) {
   // A descriptor of its own: readdir moves the file offset, which a dup() would share.
   int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return out;
+  if (fd < 0) return;
   DIR* d = ::fdopendir(fd);
   if (d == nullptr) {
     ::close(fd);
-    return out;
+    return;
   }
   while (struct dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    bool entry = is_entry_name(name), temp = starts_with(name, kTempPrefix);
-    if (!entry && !(temp && temps)) continue;
+    const std::string name = e->d_name;
     struct stat st;
-    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-      continue;
-    (entry ? out : *temps).push_back({name, mtime_ns(st), static_cast<uint64_t>(st.st_size)});
+    if (!is_entry_name(name) && !starts_with(name, kTempPrefix)) continue;
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!visit(name, st)) break;
   }
   ::closedir(d);
+}
+
+// Entries of the directory open as `dir_fd` (and, when `temps` is given, its temp files).
+std::vector<FileInfo> list_dir(int dir_fd, std::vector<FileInfo>* temps) {
+  std::vector<FileInfo> out;
+  for_each_file(dir_fd, [&](const std::string& name, const struct stat& st) {
+    const bool entry = is_entry_name(name);
+    if (S_ISREG(st.st_mode) && (entry || temps))
+      (entry ? out : *temps).push_back({name, mtime_ns(st), static_cast<uint64_t>(st.st_size)});
+    return true;
+  });
   return out;
+}
+
+// The warning for the first entry of the directory open as `dir_fd` that is not trusted
+// (cache_trust.h), "" when all are: checked before anything is loaded from the directory.
+std::string first_untrusted_entry(int dir_fd, const std::string& dir) {
+  std::string warning;
+  for_each_file(dir_fd, [&](const std::string& name, const struct stat& st) {
+    if (is_entry_name(name)) warning = distrust_warning(st, CacheFileKind::Entry, dir + "/" + name);
+    return warning.empty();
+  });
+  return warning;
 }
 
 std::string absolute(const std::string& dir) {
@@ -304,16 +325,26 @@ std::shared_ptr<const DiskCache::Dir> DiskCache::open_directory(bool create, std
       return nullptr;
     }
     refusal = distrust_warning(st, CacheFileKind::Directory, directory_);
+    if (refusal.empty()) refusal = first_untrusted_entry(fd, directory_);
     if (refusal.empty()) {
       dir_ = std::make_shared<const Dir>(fd, directory_);
       return dir_;
     }
     ::close(fd);
-    refused_ = refusal;
+  }
+  refuse(refusal);
+  return nullptr;
+}
+
+void DiskCache::refuse(const std::string& warning) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!refused_.empty()) return;  // said once already
+    refused_ = warning;
+    dir_.reset();
   }
   counters().disk_errors++;
-  cache_warning(refusal);  // outside the lock: the handler may run Python
-  return nullptr;
+  cache_warning(warning);  // outside the lock: the handler may run Python
 }
 
 void DiskCache::drop_directory(const std::shared_ptr<const Dir>& dir) {
@@ -334,10 +365,8 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
   int fd = ::openat(dir->fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   struct stat st {};
   if (fd < 0) {
-    if (errno == ELOOP && ::fstatat(dir->fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      counters().disk_errors++;
-      cache_warning(distrust_warning(st, CacheFileKind::Entry, path));
-    }
+    if (errno == ELOOP && ::fstatat(dir->fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+      refuse(distrust_warning(st, CacheFileKind::Entry, path));
     return std::nullopt;  // absent (or unreadable: treated as absent)
   }
   std::string data;
@@ -346,10 +375,10 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
     problem = "cannot stat: " + errno_text();
   } else if (std::string distrust = distrust_warning(st, CacheFileKind::Entry, path);
              !distrust.empty()) {
-    // Checked on the descriptor that would be read: what is read is what was checked.
+    // Checked on the descriptor that would be read: what is read is what was checked (the scan
+    // at first use saw the entries as they were then).
     ::close(fd);
-    counters().disk_errors++;
-    cache_warning(distrust);
+    refuse(distrust);
     return std::nullopt;
   } else if (static_cast<uint64_t>(st.st_size) < kHeaderSize + kChecksumSize) {
     problem = "truncated: " + std::to_string(st.st_size) + " bytes";

@@ -19,11 +19,12 @@
 //
 // Trust (cache_trust.h): entries are programs this process runs, so the directory is created
 // 0700 (with any parents it makes) and entries 0600. On first use the directory is opened and
-// checked through that descriptor: one owned by another user, or writable by group or others, is
-// refused (one warning, counted in `disk_errors`) and nothing is read from or written into it
-// until set_directory() is called again. Every file is then reached relative to that descriptor,
-// and an entry is checked by fstat of the descriptor it is read from: another owner, group/other
-// write or not a regular file, and it is ignored (a warning, `disk_errors`) and rewritten.
+// checked through that descriptor, and so is every entry in it: a directory or an entry owned by
+// another user, writable by group or others, or of the wrong file type makes the directory
+// refused (one warning naming the file and the fix, counted in `disk_errors`), and nothing is
+// read from or written into it until set_directory() is called again. Every file is then reached
+// relative to that descriptor, and an entry is checked again by fstat of the descriptor it is
+// read from (a later change refuses the directory at that point).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -85,6 +86,8 @@ class DiskCache {
   // does not exist and `create` is false. With `create`, missing directories are made and a
   // failure to make or open them is described in `*problem`.
   std::shared_ptr<const Dir> open_directory(bool create, std::string* problem);
+  // Turns the cache off for the current directory until set_directory(): one warning.
+  void refuse(const std::string& warning);
   // Forgets `dir` (it was removed): the next use opens and checks the path again.
   void drop_directory(const std::shared_ptr<const Dir>& dir);
   // Writes one entry through a temp file; "" or what failed (`*error`: its errno).

@@ -366,7 +366,7 @@ TEST(DiskCache, RefusesADirectoryOfAnotherOwner) {
   CHECK_EQ(cache.load("key").value_or(""), std::string("mine"));
 }
 
-TEST(DiskCache, IgnoresEntriesOfOtherOwnersOrWritableByOthersAndRewritesThem) {
+TEST(DiskCache, AnUntrustedEntryTurnsTheDirectoryOff) {
   struct Case {
     const char* what;
     const char* expect;
@@ -393,31 +393,37 @@ TEST(DiskCache, IgnoresEntriesOfOtherOwnersOrWritableByOthersAndRewritesThem) {
                      }});
   else
     std::printf("  another owner: skipped (needs root to chown)\n");
-  for (const Case& c : cases) {
-    const std::string dir = temp_dir();
-    DiskCache cache(dir, DiskCache::kDefaultMaxBytes);
-    REQUIRE(cache.store("key", "payload"));
-    const std::string path = cache.entry_path("key");
-    c.apply(path);
-    const std::vector<std::string> before = snapshot(dir);
-    Warnings w;
-    const int64_t errors = tpu::exec::counters().disk_errors;
-    CHECK(!cache.load("key").has_value());
-    REQUIRE(w.messages.size() == 1);
-    std::printf("  %s: %s\n", c.what, w.messages[0].c_str());
-    CHECK(contains(w.messages[0], path));
-    CHECK(contains(w.messages[0], c.expect));
-    CHECK_EQ(tpu::exec::counters().disk_errors - errors, 1);
-    CHECK(snapshot(dir) == before);  // not read (no mtime refresh), not removed
-    CHECK(cache.enabled());          // only the entry is refused, not the directory
-    // The recompiled program's store replaces it with this user's own 0600 file.
-    REQUIRE(cache.store("key", "recompiled"));
-    struct stat st = lstat_of(path);
-    CHECK(S_ISREG(st.st_mode));
-    CHECK_EQ(st.st_uid, ::geteuid());
-    CHECK_EQ(st.st_mode & 07777, 0600u);
-    CHECK_EQ(cache.load("key").value_or(""), std::string("recompiled"));
-    CHECK_EQ(w.messages.size(), size_t(1));
+  // `opened`: the entry changes after the cache checked its directory (caught as it is read);
+  // otherwise a new cache finds it when it first scans the directory, before loading anything.
+  for (const bool opened : {false, true}) {
+    for (const Case& c : cases) {
+      const std::string dir = temp_dir();
+      DiskCache writer(dir, DiskCache::kDefaultMaxBytes);
+      REQUIRE(writer.store("key", "payload"));
+      REQUIRE(writer.store("other", "payload"));
+      DiskCache fresh(dir, DiskCache::kDefaultMaxBytes);
+      DiskCache& cache = opened ? writer : fresh;
+      const std::string path = cache.entry_path("key");
+      c.apply(path);
+      const std::vector<std::string> before = snapshot(dir);
+      Warnings w;
+      const int64_t errors = tpu::exec::counters().disk_errors;
+      CHECK(!cache.load(opened ? "key" : "other").has_value());
+      REQUIRE(w.messages.size() == 1);
+      std::printf("  %s%s: %s\n", c.what, opened ? " (after first use)" : "", w.messages[0].c_str());
+      CHECK(contains(w.messages[0], "not using the compile cache directory " + dir));
+      CHECK(contains(w.messages[0], path));
+      CHECK(contains(w.messages[0], c.expect));
+      CHECK_EQ(tpu::exec::counters().disk_errors - errors, 1);
+      CHECK(!cache.enabled());
+      CHECK_EQ(cache.info().refused, w.messages[0]);
+      // Nothing more is read, written or removed there, and nothing more is said.
+      CHECK(!cache.load("other").has_value());
+      CHECK(!cache.store("new", "payload"));
+      CHECK_EQ(cache.clear(), size_t(0));
+      CHECK(snapshot(dir) == before);
+      CHECK_EQ(w.messages.size(), size_t(1));
+    }
   }
 }
 
