@@ -15,13 +15,12 @@ and any number of processes of the same user may share the directory.
 
 The entries are machine code that this process runs, so the cache trusts only its user, as ssh
 does with its key files: the directory is created with mode 0700 and entries with 0600. A cache
-directory owned by another user, or writable by group or others, is not used: one
-``RuntimeWarning`` names it and the fix (``chmod 700 DIR``, or another ``TORCH_TPU_CACHE_DIR``),
+directory, or an entry in it, owned by another user or writable by group or others is not used:
+one ``RuntimeWarning`` names it and the fix (``chmod 700 DIR``, or another ``TORCH_TPU_CACHE_DIR``),
 and nothing is read from or written into it for the rest of the process, unless :func:`enable`
 is called again. :func:`info` then shows ``enabled`` False, the ``directory`` and, in
-``refused``, that warning (``refused`` is ``""`` otherwise). An entry owned by another user or
-writable by others is likewise ignored with a warning, recompiled and rewritten. Each refusal
-counts in ``disk_errors``.
+``refused``, that warning (``refused`` is ``""`` otherwise). Each refusal counts in
+``disk_errors``.
 """
 
 import importlib.metadata
