@@ -1,10 +1,13 @@
 """The persistent compile cache: a warm cache compiles nothing in a new process; damaged entries
-and leftover temp files are never used; LRU eviction, disabling and concurrent processes.
+and leftover temp files are never used; LRU eviction, disabling and concurrent processes; trust
+(directories and entries of other owners or writable by others are not used); XLA_FLAGS in the
+cache identity, and a clear error for an XLA_FLAGS the plugin rejects.
 
 Each test runs fresh processes against its own TORCH_TPU_CACHE_DIR (tmp_path)."""
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -40,7 +43,14 @@ print("RESULT " + json.dumps({{"out": out, "counters": torch_tpu.metrics.counter
 
 def _env(cache_dir, **extra):
     env = dict(os.environ)
-    for k in ("TORCH_TPU_CACHE_DIR", "TORCH_TPU_DISK_CACHE", "TORCH_TPU_CACHE_MAX_BYTES"):
+    for k in (
+        "TORCH_TPU_CACHE_DIR",
+        "TORCH_TPU_DISK_CACHE",
+        "TORCH_TPU_CACHE_MAX_BYTES",
+        "XLA_FLAGS",
+        "LIBTPU_INIT_ARGS",
+        "TORCH_TPU_VERBOSE_PLUGIN",
+    ):
         env.pop(k, None)
     # Single-op programs: strict mode, whatever the outer environment asks for.
     env.pop("TORCH_TPU_LAUNCH_BLOCKING", None)
@@ -272,3 +282,191 @@ def test_entry_with_other_output_shapes_is_not_used(tmp_path):
     second, _ = run(tmp_path, body="out = torch.arange(20, device='tpu').cpu().tolist()")
     assert second["out"] == list(range(20))
     assert second["counters"]["disk_hits"] == 0 and second["counters"]["compiles"] >= 1
+
+
+def _mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def _snapshot(directory):
+    """Every file with its size, mtime, owner and mode: a read refreshes an entry's mtime, so an
+    unchanged snapshot means nothing was loaded, written or removed."""
+    out = []
+    for name in sorted(os.listdir(directory)):
+        st = os.lstat(os.path.join(directory, name))
+        out.append((name, st.st_size, st.st_mtime_ns, st.st_uid, st.st_mode))
+    return out
+
+
+def test_new_cache_directory_is_private_and_its_entries_0600(tmp_path):
+    cache = tmp_path / "made" / "cache"
+    result, _ = run(cache)
+    assert result["counters"]["disk_writes"] > 0
+    assert _mode(tmp_path / "made") == 0o700 and _mode(cache) == 0o700
+    files = entries(cache)
+    assert len(files) == result["counters"]["disk_writes"]
+    for f in files:
+        assert _mode(f) == 0o600 and os.stat(f).st_uid == os.geteuid(), f
+    assert sorted(os.listdir(cache)) == sorted(os.path.basename(f) for f in files)
+
+
+def test_cache_directory_writable_by_others_is_not_used(tmp_path):
+    cold, _ = run(tmp_path)
+    n = cold["counters"]["compiles"]
+    os.chmod(tmp_path, 0o777)
+    before = _snapshot(tmp_path)
+
+    again, stderr = run(tmp_path)
+    c = again["counters"]
+    # One warning naming the directory and the fix; nothing loaded, written or removed.
+    assert stderr.count("RuntimeWarning") == 1, stderr
+    assert (
+        f"not using the compile cache directory {tmp_path}: it is writable by group or "
+        "others (mode 0777)" in stderr
+    )
+    assert f"chmod 700 {tmp_path}" in stderr
+    assert c["disk_hits"] == 0 and c["disk_writes"] == 0 and c["disk_misses"] == 0, c
+    assert c["compiles"] == n and c["disk_errors"] == 1
+    assert _snapshot(tmp_path) == before
+    info = again["info"]
+    assert not info["enabled"] and info["directory"] == str(tmp_path)
+    assert f"chmod 700 {tmp_path}" in info["refused"] and info["entries"] == 0
+    assert again["out"] == cold["out"]
+
+    # Fixed as the warning says: used again.
+    os.chmod(tmp_path, 0o700)
+    fixed, stderr = run(tmp_path)
+    assert fixed["counters"]["compiles"] == 0 and fixed["counters"]["disk_hits"] == n
+    assert fixed["info"]["enabled"] and fixed["info"]["refused"] == ""
+    assert "RuntimeWarning" not in stderr
+
+
+@pytest.mark.parametrize("tamper", ["chown", "chmod"])
+def test_entry_of_another_owner_or_writable_by_others_turns_the_directory_off(tmp_path, tamper):
+    if tamper == "chown" and os.geteuid() != 0:
+        pytest.skip("needs root to chown a file to another user")
+    cold, _ = run(tmp_path)
+    n = cold["counters"]["compiles"]
+    files = entries(tmp_path)
+    victim = files[len(files) // 2]
+    if tamper == "chown":
+        os.chown(victim, 65534, 65534)
+        reason, fix = "is owned by uid 65534, not by this user", f"Remove {victim}"
+    else:
+        os.chmod(victim, 0o666)
+        reason, fix = "is writable by group or others (mode 0666)", f"chmod 600 {victim}"
+    before = _snapshot(tmp_path)
+
+    again, stderr = run(tmp_path)
+    c = again["counters"]
+    # One warning naming the entry and the fix; nothing loaded from or written into the directory.
+    assert stderr.count("RuntimeWarning") == 1, stderr
+    assert (
+        f"not using the compile cache directory {tmp_path}: its entry {victim} {reason}" in stderr
+    )
+    assert fix in stderr
+    assert c["disk_hits"] == 0 and c["disk_writes"] == 0 and c["disk_misses"] == 0, c
+    assert c["compiles"] == n and c["disk_errors"] == 1
+    assert _snapshot(tmp_path) == before
+    assert not again["info"]["enabled"] and fix in again["info"]["refused"]
+    assert again["out"] == cold["out"]
+
+    # Fixed as the warning says: used again.
+    if tamper == "chown":
+        os.remove(victim)
+    else:
+        os.chmod(victim, 0o600)
+    fixed, stderr = run(tmp_path)
+    assert "RuntimeWarning" not in stderr
+    assert fixed["counters"]["disk_hits"] >= n - 1 and fixed["info"]["enabled"]
+
+
+def test_xla_flags_are_part_of_the_cache_identity(tmp_path):
+    # A real XLA:CPU flag at its default value: harmless, yet a different XLA_FLAGS.
+    flags = "--xla_cpu_enable_fast_math=false"
+    plain, _ = run(tmp_path)
+    n = plain["counters"]["compiles"]
+    assert n > 0
+
+    first, _ = run(tmp_path, XLA_FLAGS=flags)
+    assert first["counters"]["disk_hits"] == 0 and first["counters"]["compiles"] == n
+    same, _ = run(tmp_path, XLA_FLAGS=flags)
+    assert same["counters"]["compiles"] == 0 and same["counters"]["disk_hits"] == n
+    other, _ = run(tmp_path, XLA_FLAGS=flags + " --xla_cpu_fast_math_honor_nans=true")
+    assert other["counters"]["disk_hits"] == 0 and other["counters"]["compiles"] == n
+    unset, _ = run(tmp_path)
+    assert unset["counters"]["compiles"] == 0 and unset["counters"]["disk_hits"] == n
+    assert len(entries(tmp_path)) == 3 * n
+    assert plain["out"] == first["out"] == same["out"] == other["out"] == unset["out"]
+
+
+def test_unknown_flag_in_xla_flags_raises_a_clear_error(tmp_path):
+    # The plugin parses XLA_FLAGS as its client starts and _exit(1)s on an unknown flag, with its
+    # start-up output muted: without the check this process would end silently.
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch, torch_tpu\nprint('started', flush=True)\ntorch.ones(2, device='tpu') + 1",
+        ],
+        check=False,
+        cwd=ROOT,
+        env=_env(tmp_path, XLA_FLAGS="--xla_no_such_flag"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 1 and p.stdout == "started\n", (p.stdout, p.stderr)
+    assert "Traceback" in p.stderr and "RuntimeError: torch_tpu: the PJRT plugin" in p.stderr
+    assert 'rejects XLA_FLAGS="--xla_no_such_flag"' in p.stderr
+    assert "unknown flag --xla_no_such_flag. Remove it from XLA_FLAGS" in p.stderr, p.stderr
+
+
+CATCH_FLAG_ERROR = """
+import json, torch, torch_tpu
+errors = []
+for _ in range(2):
+    try:
+        torch.ones(2, device="tpu") + 1
+    except RuntimeError as e:
+        errors.append(str(e))
+print("RESULT " + json.dumps(errors))
+"""
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (
+            "--xla_cpu_enable_fast_math=false --xla_no_such_flag --xla_nor_this=1",
+            [
+                "unknown flags --xla_no_such_flag --xla_nor_this=1. Remove them from XLA_FLAGS",
+                "Unknown flags in XLA_FLAGS: --xla_no_such_flag --xla_nor_this=1",
+            ],
+        ),
+        (
+            "--xla_cpu_enable_fast_math=maybe",
+            [
+                "Correct XLA_FLAGS or unset it",
+                "Couldn't interpret value maybe for flag xla_cpu_enable_fast_math",
+            ],
+        ),
+    ],
+    ids=["unknown", "bad_value"],
+)
+def test_rejected_xla_flags_raise_a_catchable_error_each_time(tmp_path, flags, expected):
+    p = subprocess.run(
+        [sys.executable, "-c", CATCH_FLAG_ERROR],
+        check=False,
+        cwd=ROOT,
+        env=_env(tmp_path, XLA_FLAGS=flags),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    errors = _parse(p.stdout, p.stderr)
+    assert len(errors) == 2 and errors[0] == errors[1]
+    assert f'rejects XLA_FLAGS="{flags}"' in errors[0]
+    for text in expected:
+        assert text in errors[0], errors[0]

@@ -8,9 +8,19 @@ least recently used entries going first.
 A program found in memory runs at once; else one found here is loaded instead of compiled
 (``torch_tpu.metrics.counters()["disk_hits"]``); else it is compiled and written here. Entries
 are keyed by the op's compact cache key plus the PJRT plugin (platform, version, attributes,
-library file), this build of torch_tpu and the torch version. Writes are atomic and entries are
-checksummed: a damaged entry is discarded with a ``RuntimeWarning`` and recompiled, and any
-number of processes may share the directory.
+library file), the device kind and count, ``XLA_FLAGS`` and ``LIBTPU_INIT_ARGS`` (they change
+what the plugin compiles), this build of torch_tpu and the torch version. Writes are atomic and
+entries are checksummed: a damaged entry is discarded with a ``RuntimeWarning`` and recompiled,
+and any number of processes of the same user may share the directory.
+
+The entries are machine code that this process runs, so the cache trusts only its user, as ssh
+does with its key files: the directory is created with mode 0700 and entries with 0600. A cache
+directory, or an entry in it, owned by another user or writable by group or others is not used:
+one ``RuntimeWarning`` names it and the fix (``chmod 700 DIR``, or another ``TORCH_TPU_CACHE_DIR``),
+and nothing is read from or written into it for the rest of the process, unless :func:`enable`
+is called again. :func:`info` then shows ``enabled`` False, the ``directory`` and, in
+``refused``, that warning (``refused`` is ``""`` otherwise). Each refusal counts in
+``disk_errors``.
 """
 
 import importlib.metadata
@@ -23,7 +33,9 @@ __all__ = ["info", "enable", "disable", "is_enabled", "clear", "directory", "set
 
 
 def info():
-    """{'enabled', 'directory', 'max_bytes', 'entries', 'total_bytes'} of the disk cache."""
+    """{'enabled', 'directory', 'refused', 'max_bytes', 'entries', 'total_bytes'} of the disk
+    cache. Checks the directory if the cache has not used it yet, so a refused directory shows
+    here: ``enabled`` False and ``refused`` the reason (its warning); ``""`` when not refused."""
     return dict(_C._disk_cache_info())
 
 
@@ -32,16 +44,19 @@ def is_enabled():
 
 
 def directory():
-    """The cache directory ('' when disabled)."""
+    """The cache directory ('' when disabled; the refused directory when refused)."""
     return _C._disk_cache_info()["directory"]
 
 
 def enable(directory=None):
     """Turns the cache on, in `directory` (default: TORCH_TPU_CACHE_DIR or the user cache
-    directory). Created on the first write."""
+    directory). Created (mode 0700) on the first write; checked on first use, also when it was
+    refused before."""
     path = str(directory) if directory is not None else _C._disk_cache_default_directory()
     if not path:
-        raise RuntimeError("torch_tpu.cache.enable: no cache directory (set TORCH_TPU_CACHE_DIR or HOME)")
+        raise RuntimeError(
+            "torch_tpu.cache.enable: no cache directory (set TORCH_TPU_CACHE_DIR or HOME)"
+        )
     _C._disk_cache_set_directory(path)
 
 
@@ -52,7 +67,7 @@ def disable():
 
 def clear():
     """Removes every entry (and leftover temp file) of the current directory; returns how many
-    files were removed. The in-memory cache is unaffected."""
+    files were removed (none from a refused directory). The in-memory cache is unaffected."""
     return int(_C._disk_cache_clear())
 
 

@@ -116,6 +116,13 @@ std::string compute_identity(const runtime::Client& client, const std::string& e
   put_field(s, "pjrt_api", std::to_string(client.plugin().api_major()) + "." +
                                std::to_string(client.plugin().api_minor()));
   for (const auto& [name, value] : client.plugin().attributes()) put_field(s, "attr:" + name, value);
+  // The chip: platform_version names the plugin build, not always which chip it drives, and a
+  // cache directory may be shared between hosts (an NFS home).
+  put_field(s, "devices", std::to_string(client.device_count()) + " " +
+                              (client.device_count() > 0 ? client.device_kind(0) : ""));
+  // XLA_FLAGS and LIBTPU_INIT_ARGS as the plugin read them: they change the programs it builds
+  // (e.g. --xla_cpu_enable_fast_math), so another value must compile again.
+  for (const auto& [name, value] : client.compile_environment()) put_field(s, "env:" + name, value);
   put_field(s, "plugin_file", file_stamp(client.plugin().path()));
   put_field(s, "torch_tpu_library", file_stamp(own_library_path()));
   put_field(s, "extra", extra);
@@ -242,6 +249,7 @@ bool load_compiled_op(const std::string& pkey, CompiledOp& op) {
   runtime::Client& c = client();
   const std::string full_key = cache_identity(c) + pkey;
   std::optional<std::string> bytes = cache.load(full_key);
+  if (!bytes && !cache.enabled()) return false;  // the directory was refused just now: no miss
   if (bytes) {
     CompiledOpPtr stored;
     try {

@@ -20,8 +20,10 @@ constexpr uint32_t kCompiledOpFormat = 1;
 void set_cache_identity_extra(const std::string& extra);
 // The plugin's platform name and version, PJRT API version and attributes (xla_version, ...),
 // the plugin file's path, size and mtime (xla_version alone does not change between builds),
-// this library's file size and mtime (lowerings change with it), the payload format and the
-// extra versions, as length-prefixed bytes. Computed once per client and extra.
+// the device count and kind, the environment that changes compilation as the client read it
+// (XLA_FLAGS, LIBTPU_INIT_ARGS: Client::compile_environment), this library's file size and
+// mtime (lowerings change with it), the payload format and the extra versions, as
+// length-prefixed bytes. Computed once per client and extra.
 std::string cache_identity(const runtime::Client& client);
 
 // OpCall::key() names its lowering by address, which differs between processes: the same key

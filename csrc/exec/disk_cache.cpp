@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "exec/cache_trust.h"
 #include "exec/metrics.h"
 #include "exec/sha256.h"
 
@@ -58,14 +59,25 @@ bool is_entry_name(const std::string& name) {
   return name.size() == 64 + std::strlen(kEntrySuffix) && ends_with(name, kEntrySuffix);
 }
 
-// mkdir -p
+// `<hex SHA-256 of format version and key>.tpuc`
+std::string entry_name(const std::string& key) {
+  Sha256 h;
+  std::string version;
+  put_u32(version, DiskCache::kFormatVersion);
+  h.update(version);
+  h.update(key);
+  return to_hex(h.finish()) + kEntrySuffix;
+}
+
+// mkdir -p, making each missing directory 0700: the cache's parents may be made by us too
+// (~/.cache on a fresh account), and a cache needs no one else's access.
 bool make_dirs(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) == 0) return S_ISDIR(st.st_mode);
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
     if (pos < dir.size() && dir[pos] != '/') continue;
     std::string prefix = dir.substr(0, pos);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
@@ -107,21 +119,49 @@ struct FileInfo {
   uint64_t size;
 };
 
-// Entries of `dir` (and, when `temps` is given, its temp files).
-std::vector<FileInfo> list_dir(const std::string& dir, std::vector<FileInfo>* temps) {
-  std::vector<FileInfo> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
+// Calls `visit(name, stat)` for each entry or temp file (not followed if a link) of the directory
+// open as `dir_fd`, until it returns false.
+template <typename Visit>
+void for_each_file(int dir_fd, Visit visit) {
+  // A descriptor of its own: readdir moves the file offset, which a dup() would share.
+  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
   while (struct dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    bool entry = is_entry_name(name), temp = starts_with(name, kTempPrefix);
-    if (!entry && !(temp && temps)) continue;
+    const std::string name = e->d_name;
     struct stat st;
-    if (::stat((dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    (entry ? out : *temps).push_back({name, mtime_ns(st), static_cast<uint64_t>(st.st_size)});
+    if (!is_entry_name(name) && !starts_with(name, kTempPrefix)) continue;
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!visit(name, st)) break;
   }
   ::closedir(d);
+}
+
+// Entries of the directory open as `dir_fd` (and, when `temps` is given, its temp files).
+std::vector<FileInfo> list_dir(int dir_fd, std::vector<FileInfo>* temps) {
+  std::vector<FileInfo> out;
+  for_each_file(dir_fd, [&](const std::string& name, const struct stat& st) {
+    const bool entry = is_entry_name(name);
+    if (S_ISREG(st.st_mode) && (entry || temps))
+      (entry ? out : *temps).push_back({name, mtime_ns(st), static_cast<uint64_t>(st.st_size)});
+    return true;
+  });
   return out;
+}
+
+// The warning for the first entry of the directory open as `dir_fd` that is not trusted
+// (cache_trust.h), "" when all are: checked before anything is loaded from the directory.
+std::string first_untrusted_entry(int dir_fd, const std::string& dir) {
+  std::string warning;
+  for_each_file(dir_fd, [&](const std::string& name, const struct stat& st) {
+    if (is_entry_name(name)) warning = distrust_warning(st, CacheFileKind::Entry, dir + "/" + name);
+    return warning.empty();
+  });
+  return warning;
 }
 
 std::string absolute(const std::string& dir) {
@@ -191,6 +231,21 @@ std::string default_cache_directory() {
   return std::string(home) + "/.cache/torch_tpu";
 }
 
+// Parent directories are not checked. The cache directory is opened once and checked through
+// that descriptor, and every entry is then opened, written, renamed and removed relative to it
+// (openat and friends), never by path. Whoever can write a parent can rename the directory away
+// or put another in its place, but that no longer changes which directory this process uses; a
+// replacement made before the check must pass the check itself (owned by us, writable by no one
+// else), and then holds nothing another user could have written.
+struct DiskCache::Dir {
+  Dir(int fd, std::string path) : fd(fd), path(std::move(path)) {}
+  ~Dir() { ::close(fd); }
+  Dir(const Dir&) = delete;
+  Dir& operator=(const Dir&) = delete;
+  const int fd;
+  const std::string path;
+};
+
 DiskCache::DiskCache(std::string directory, uint64_t max_bytes)
     : directory_(absolute(directory)), max_bytes_(max_bytes) {}
 
@@ -214,7 +269,7 @@ DiskCache DiskCache::from_environment() {
 
 bool DiskCache::enabled() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return !directory_.empty();
+  return !directory_.empty() && refused_.empty();
 }
 
 std::string DiskCache::directory() const {
@@ -230,6 +285,8 @@ uint64_t DiskCache::max_bytes() const {
 void DiskCache::set_directory(std::string directory) {
   std::lock_guard<std::mutex> lock(mutex_);
   directory_ = absolute(directory);
+  dir_.reset();  // closed once no load or store still uses it
+  refused_.clear();
   approx_total_ = -1;
   writes_since_scan_ = 0;
   warned_write_failure_ = false;
@@ -242,24 +299,87 @@ void DiskCache::set_max_bytes(uint64_t max_bytes) {
 }
 
 std::string DiskCache::entry_path(const std::string& key) const {
-  Sha256 h;
-  std::string version;
-  put_u32(version, kFormatVersion);
-  h.update(version);
-  h.update(key);
-  return directory() + "/" + to_hex(h.finish()) + kEntrySuffix;
+  return directory() + "/" + entry_name(key);
+}
+
+std::shared_ptr<const DiskCache::Dir> DiskCache::open_directory(bool create, std::string* problem) {
+  std::string refusal;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (directory_.empty() || !refused_.empty()) return nullptr;
+    if (dir_) return dir_;
+    if (create && !make_dirs(directory_)) {
+      if (problem) *problem = "cannot create the directory: " + errno_text();
+      return nullptr;
+    }
+    const int fd = ::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      // Absent: nothing to load yet (the first store creates it).
+      if (problem) *problem = "cannot open the directory: " + errno_text();
+      return nullptr;
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      if (problem) *problem = "cannot stat the directory: " + errno_text();
+      ::close(fd);
+      return nullptr;
+    }
+    refusal = distrust_warning(st, CacheFileKind::Directory, directory_);
+    if (refusal.empty()) refusal = first_untrusted_entry(fd, directory_);
+    if (refusal.empty()) {
+      dir_ = std::make_shared<const Dir>(fd, directory_);
+      return dir_;
+    }
+    ::close(fd);
+  }
+  refuse(refusal);
+  return nullptr;
+}
+
+void DiskCache::refuse(const std::string& warning) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!refused_.empty()) return;  // said once already
+    refused_ = warning;
+    dir_.reset();
+  }
+  counters().disk_errors++;
+  cache_warning(warning);  // outside the lock: the handler may run Python
+}
+
+void DiskCache::drop_directory(const std::shared_ptr<const Dir>& dir) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (dir_ == dir) {
+    dir_.reset();
+    approx_total_ = -1;
+  }
 }
 
 std::optional<std::string> DiskCache::load(const std::string& key) {
-  if (!enabled()) return std::nullopt;
-  const std::string path = entry_path(key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;  // absent (or unreadable: treated as absent)
+  const std::shared_ptr<const Dir> dir = open_directory(/*create=*/false, nullptr);
+  if (!dir) return std::nullopt;
+  const std::string name = entry_name(key);
+  const std::string path = dir->path + "/" + name;
+  // O_NOFOLLOW: a symbolic link is refused below, never followed. O_NONBLOCK: opening a FIFO
+  // put in its place must not hang (it is refused as not a regular file).
+  int fd = ::openat(dir->fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   struct stat st {};
+  if (fd < 0) {
+    if (errno == ELOOP && ::fstatat(dir->fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+      refuse(distrust_warning(st, CacheFileKind::Entry, path));
+    return std::nullopt;  // absent (or unreadable: treated as absent)
+  }
   std::string data;
   std::string problem;
   if (::fstat(fd, &st) != 0) {
     problem = "cannot stat: " + errno_text();
+  } else if (std::string distrust = distrust_warning(st, CacheFileKind::Entry, path);
+             !distrust.empty()) {
+    // Checked on the descriptor that would be read: what is read is what was checked (the scan
+    // at first use saw the entries as they were then).
+    ::close(fd);
+    refuse(distrust);
+    return std::nullopt;
   } else if (static_cast<uint64_t>(st.st_size) < kHeaderSize + kChecksumSize) {
     problem = "truncated: " + std::to_string(st.st_size) + " bytes";
   } else {
@@ -297,8 +417,9 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
   }
   // Damaged: remove it, unless another process has meanwhile replaced it with a fresh entry.
   struct stat now;
-  if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
-    ::unlink(path.c_str());
+  if (::fstatat(dir->fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+      now.st_dev == st.st_dev)
+    ::unlinkat(dir->fd, name.c_str(), 0);
   ::close(fd);
   counters().disk_errors++;
   cache_warning("discarded a damaged compile cache entry " + path + " (" + problem +
@@ -306,11 +427,32 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
   return std::nullopt;
 }
 
-bool DiskCache::store(const std::string& key, const std::string& payload) {
-  const std::string dir = directory();
-  if (dir.empty()) return false;
+std::string DiskCache::write_entry(const Dir& dir, const std::string& name, const std::string& data,
+                                   int* error) {
   static std::atomic<uint64_t> sequence{0};
-  const std::string path = entry_path(key);
+  const auto nanos = std::chrono::steady_clock::now().time_since_epoch().count();
+  const std::string temp = kTempPrefix + std::to_string(::getpid()) + "-" +
+                           std::to_string(sequence++) + "-" + std::to_string(nanos);
+  // 0600: readable by this user only (what it holds runs as this user's code).
+  int fd = ::openat(dir.fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    *error = errno;
+    return "cannot create a file: " + errno_text();
+  }
+  std::string problem;
+  bool ok = write_all(fd, data.data(), data.size()) && ::fsync(fd) == 0;
+  if (!ok) problem = "write failed: " + errno_text();
+  if (::close(fd) != 0 && ok) problem = "write failed: " + errno_text();
+  if (problem.empty() && ::renameat(dir.fd, temp.c_str(), dir.fd, name.c_str()) != 0)
+    problem = "rename failed: " + errno_text();
+  if (!problem.empty()) {
+    *error = errno;
+    ::unlinkat(dir.fd, temp.c_str(), 0);
+  }
+  return problem;
+}
+
+bool DiskCache::store(const std::string& key, const std::string& payload) {
   std::string data;
   data.reserve(kHeaderSize + key.size() + payload.size() + kChecksumSize);
   data.append(kMagic, sizeof kMagic);
@@ -324,35 +466,31 @@ bool DiskCache::store(const std::string& key, const std::string& payload) {
   data.append(reinterpret_cast<const char*>(sum.data()), sum.size());
 
   std::string problem;
-  std::string temp;
-  if (!make_dirs(dir)) {
-    problem = "cannot create the directory: " + errno_text();
-  } else {
-    const auto nanos = std::chrono::steady_clock::now().time_since_epoch().count();
-    temp = dir + "/" + kTempPrefix + std::to_string(::getpid()) + "-" +
-           std::to_string(sequence++) + "-" + std::to_string(nanos);
-    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      problem = "cannot create a file: " + errno_text();
-    } else {
-      bool ok = write_all(fd, data.data(), data.size()) && ::fsync(fd) == 0;
-      if (!ok) problem = "write failed: " + errno_text();
-      if (::close(fd) != 0 && ok) problem = "write failed: " + errno_text();
-      if (problem.empty() && ::rename(temp.c_str(), path.c_str()) != 0)
-        problem = "rename failed: " + errno_text();
-      if (!problem.empty()) ::unlink(temp.c_str());
+  std::shared_ptr<const Dir> dir = open_directory(/*create=*/true, &problem);
+  if (!dir && problem.empty()) return false;  // disabled, or refused (and said so once)
+  if (dir) {
+    int error = 0;
+    problem = write_entry(*dir, entry_name(key), data, &error);
+    if (error == ENOENT) {
+      // The directory was removed while in use (`rm -rf` of the cache): make it again.
+      drop_directory(dir);
+      dir = open_directory(/*create=*/true, &problem);
+      if (!dir && problem.empty()) return false;
+      if (dir) problem = write_entry(*dir, entry_name(key), data, &error);
     }
   }
   if (!problem.empty()) {
     counters().disk_errors++;
     bool warn;
+    std::string path;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       warn = !warned_write_failure_;
       warned_write_failure_ = true;
+      path = directory_;
     }
     if (warn)
-      cache_warning("cannot write the persistent compile cache in " + dir + " (" + problem +
+      cache_warning("cannot write the persistent compile cache in " + path + " (" + problem +
                     "); compiled programs are not being saved (set TORCH_TPU_CACHE_DIR to a "
                     "writable directory, or TORCH_TPU_DISK_CACHE=0)");
     return false;
@@ -362,9 +500,9 @@ bool DiskCache::store(const std::string& key, const std::string& payload) {
   return true;
 }
 
-void DiskCache::evict_if_needed(const std::string& dir, uint64_t written_bytes) {
+void DiskCache::evict_if_needed(const std::shared_ptr<const Dir>& dir, uint64_t written_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (dir != directory_) return;
+  if (dir != dir_) return;
   if (approx_total_ >= 0 && writes_since_scan_ < kRescanEveryWrites &&
       uint64_t(approx_total_) + written_bytes <= max_bytes_) {
     approx_total_ += written_bytes;
@@ -372,11 +510,11 @@ void DiskCache::evict_if_needed(const std::string& dir, uint64_t written_bytes) 
     return;
   }
   std::vector<FileInfo> temps;
-  std::vector<FileInfo> entries = list_dir(dir, &temps);
+  std::vector<FileInfo> entries = list_dir(dir->fd, &temps);
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch()).count();
   for (const FileInfo& t : temps)  // left behind by a process killed mid-write
-    if (now_ns - t.mtime_ns > kStaleTempSeconds * 1000000000) ::unlink((dir + "/" + t.name).c_str());
+    if (now_ns - t.mtime_ns > kStaleTempSeconds * 1000000000) ::unlinkat(dir->fd, t.name.c_str(), 0);
   uint64_t total = 0;
   for (const FileInfo& e : entries) total += e.size;
   if (total > max_bytes_) {
@@ -385,7 +523,7 @@ void DiskCache::evict_if_needed(const std::string& dir, uint64_t written_bytes) 
     const uint64_t target = max_bytes_ - max_bytes_ / 10;
     for (const FileInfo& e : entries) {
       if (total <= target) break;
-      if (::unlink((dir + "/" + e.name).c_str()) == 0 || errno == ENOENT) {
+      if (::unlinkat(dir->fd, e.name.c_str(), 0) == 0 || errno == ENOENT) {
         total -= e.size;
         counters().disk_evictions++;
       }
@@ -396,37 +534,41 @@ void DiskCache::evict_if_needed(const std::string& dir, uint64_t written_bytes) 
 }
 
 void DiskCache::discard(const std::string& key, const std::string& reason) {
-  if (!enabled()) return;
-  const std::string path = entry_path(key);
-  ::unlink(path.c_str());
+  const std::shared_ptr<const Dir> dir = open_directory(/*create=*/false, nullptr);
+  if (!dir) return;
+  const std::string name = entry_name(key);
+  ::unlinkat(dir->fd, name.c_str(), 0);
   counters().disk_errors++;
-  cache_warning("discarded compile cache entry " + path + " (" + reason + "); it will be recompiled");
+  cache_warning("discarded compile cache entry " + dir->path + "/" + name + " (" + reason +
+                "); it will be recompiled");
 }
 
 size_t DiskCache::clear() {
-  const std::string dir = directory();
-  if (dir.empty()) return 0;
+  const std::shared_ptr<const Dir> dir = open_directory(/*create=*/false, nullptr);
+  if (!dir) return 0;
   std::vector<FileInfo> temps;
-  std::vector<FileInfo> entries = list_dir(dir, &temps);
+  std::vector<FileInfo> entries = list_dir(dir->fd, &temps);
   size_t removed = 0;
   for (const auto* list : {&entries, &temps})
     for (const FileInfo& f : *list)
-      if (::unlink((dir + "/" + f.name).c_str()) == 0) ++removed;
+      if (::unlinkat(dir->fd, f.name.c_str(), 0) == 0) ++removed;
   std::lock_guard<std::mutex> lock(mutex_);
   approx_total_ = -1;
   return removed;
 }
 
-DiskCacheInfo DiskCache::info() const {
+DiskCacheInfo DiskCache::info() {
+  const std::shared_ptr<const Dir> dir = open_directory(/*create=*/false, nullptr);
   DiskCacheInfo info;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     info.directory = directory_;
     info.max_bytes = max_bytes_;
+    info.refused = refused_;
   }
-  info.enabled = !info.directory.empty();
-  if (!info.enabled) return info;
-  for (const FileInfo& e : list_dir(info.directory, nullptr)) {
+  info.enabled = !info.directory.empty() && info.refused.empty();
+  if (!dir) return info;
+  for (const FileInfo& e : list_dir(dir->fd, nullptr)) {
     info.total_bytes += e.size;
     ++info.entries;
   }

@@ -16,9 +16,19 @@
 // A hit refreshes the entry's mtime. When a write takes the directory over its byte limit the
 // least recently used entries are removed (down to 90% of the limit); temp files left by killed
 // writers are removed once they are an hour old.
+//
+// Trust (cache_trust.h): entries are programs this process runs, so the directory is created
+// 0700 (with any parents it makes) and entries 0600. On first use the directory is opened and
+// checked through that descriptor, and so is every entry in it: a directory or an entry owned by
+// another user, writable by group or others, or of the wrong file type makes the directory
+// refused (one warning naming the file and the fix, counted in `disk_errors`), and nothing is
+// read from or written into it until set_directory() is called again. Every file is then reached
+// relative to that descriptor, and an entry is checked again by fstat of the descriptor it is
+// read from (a later change refuses the directory at that point).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,8 +36,9 @@
 namespace tpu::exec {
 
 struct DiskCacheInfo {
-  bool enabled = false;
-  std::string directory;    // empty when disabled
+  bool enabled = false;      // a directory is set and not refused
+  std::string directory;     // empty when disabled; the refused one when refused
+  std::string refused;       // why `directory` is not used (the warning); empty when it is
   uint64_t max_bytes = 0;
   uint64_t total_bytes = 0;  // entries only
   size_t entries = 0;
@@ -43,33 +54,52 @@ class DiskCache {
   // Configured from TORCH_TPU_CACHE_DIR, TORCH_TPU_DISK_CACHE and TORCH_TPU_CACHE_MAX_BYTES.
   static DiskCache from_environment();
 
+  // A directory is set and has not been refused (it is checked on first use, so this may still
+  // turn false then).
   bool enabled() const;
   std::string directory() const;
   uint64_t max_bytes() const;
-  // An empty directory disables the cache; the directory is created on the first write.
+  // An empty directory disables the cache; the directory is created on the first write and
+  // checked on first use (a refused one is checked again by a new call, even with the same path).
   void set_directory(std::string directory);
   void set_max_bytes(uint64_t max_bytes);
 
-  // The payload stored under `key`; nullopt when disabled, absent, damaged (then removed and
-  // reported) or stored under another key with the same hash.
+  // The payload stored under `key`; nullopt when disabled or refused, absent, damaged (then
+  // removed and reported), not trusted (reported) or stored under another key with the same hash.
   std::optional<std::string> load(const std::string& key);
   // Writes atomically, then evicts least recently used entries if over the limit. False (and
   // counted in disk_errors, reported once per process) when the directory is not writable.
   bool store(const std::string& key, const std::string& payload);
   // Removes the entry of `key` (its payload turned out unusable), reporting `reason`.
   void discard(const std::string& key, const std::string& reason);
-  // Removes every entry and temp file; returns how many files were removed.
+  // Removes every entry and temp file; returns how many files were removed (none from a refused
+  // directory).
   size_t clear();
-  DiskCacheInfo info() const;
+  // Checks the directory if it has not been used yet (so a refusal shows here, with its warning).
+  DiskCacheInfo info();
   // The file that holds `key`'s entry (whether or not it exists).
   std::string entry_path(const std::string& key) const;
 
  private:
-  void evict_if_needed(const std::string& dir, uint64_t written_bytes);
+  struct Dir;  // the opened, trusted directory
+  // The directory, opened and checked on first use; null when disabled or refused, or when it
+  // does not exist and `create` is false. With `create`, missing directories are made and a
+  // failure to make or open them is described in `*problem`.
+  std::shared_ptr<const Dir> open_directory(bool create, std::string* problem);
+  // Turns the cache off for the current directory until set_directory(): one warning.
+  void refuse(const std::string& warning);
+  // Forgets `dir` (it was removed): the next use opens and checks the path again.
+  void drop_directory(const std::shared_ptr<const Dir>& dir);
+  // Writes one entry through a temp file; "" or what failed (`*error`: its errno).
+  std::string write_entry(const Dir& dir, const std::string& name, const std::string& data,
+                          int* error);
+  void evict_if_needed(const std::shared_ptr<const Dir>& dir, uint64_t written_bytes);
 
   mutable std::mutex mutex_;
   std::string directory_;
   uint64_t max_bytes_;
+  std::shared_ptr<const Dir> dir_;  // directory_ opened and checked; null until first use
+  std::string refused_;             // why directory_ is not used; "" when it is (or unchecked)
   int64_t approx_total_ = -1;  // bytes in the directory as last scanned plus our writes since
   int writes_since_scan_ = 0;
   bool warned_write_failure_ = false;

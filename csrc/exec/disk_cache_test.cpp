@@ -1,10 +1,12 @@
 // Unit tests of the persistent compile cache's torch-free parts: SHA-256, the file store
-// (round trip, integrity checks, temp files, LRU eviction, disabling) and the CompiledOp
-// encoding (round trip through a real executable on the plugin).
+// (round trip, integrity checks, temp files, LRU eviction, disabling, trust: modes it creates,
+// directories and entries of other owners or writable by others) and the CompiledOp encoding
+// (round trip through a real executable on the plugin).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -57,6 +59,33 @@ bool exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
 }
+
+struct stat lstat_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) throw std::runtime_error("lstat " + path + " failed");
+  return st;
+}
+unsigned mode_of(const std::string& path) { return lstat_of(path).st_mode & 07777; }
+
+// Names in `dir` with their sizes and mtimes: "nothing was written or touched" compares these.
+std::vector<std::string> snapshot(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    struct stat st = lstat_of(e.path().string());
+    out.push_back(e.path().filename().string() + " " + std::to_string(st.st_size) + " " +
+                  std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Another user's uid for chown; the tests that need it run only as root.
+constexpr uid_t kOtherUid = 65534;
+bool can_chown() { return ::geteuid() == 0; }
 
 void set_mtime(const std::string& path, time_t seconds) {
   struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
@@ -254,4 +283,181 @@ TEST(CompiledOpStore, EncodeDecodeRoundTripRunsTheExecutable) {
   // Every truncation is rejected, never misread.
   for (size_t n : {size_t(0), size_t(3), bytes.size() / 2, bytes.size() - 1})
     CHECK_THROWS(exec::decode_compiled_op(bytes.substr(0, n), testing::client()), std::runtime_error);
+}
+
+TEST(DiskCache, CreatesItsDirectoriesForTheOwnerOnlyAndEntries0600) {
+  const std::string parent = temp_dir();
+  const std::string dir = parent + "/made/by/store";
+  DiskCache cache(dir, DiskCache::kDefaultMaxBytes);
+  CHECK(!cache.load("key").has_value());
+  CHECK(!exists(parent + "/made"));  // a load creates nothing
+  REQUIRE(cache.store("key", "payload"));
+  CHECK_EQ(mode_of(parent + "/made"), 0700u);
+  CHECK_EQ(mode_of(parent + "/made/by"), 0700u);
+  CHECK_EQ(mode_of(dir), 0700u);
+  CHECK_EQ(mode_of(cache.entry_path("key")), 0600u);
+  CHECK_EQ(lstat_of(cache.entry_path("key")).st_uid, ::geteuid());
+  // Every file in it was written through a temp file created 0600; none is left.
+  CHECK_EQ(snapshot(dir).size(), size_t(1));
+}
+
+TEST(DiskCache, RefusesADirectoryWritableByGroupOrOthers) {
+  for (unsigned mode : {0777u, 0770u, 0703u}) {
+    const std::string dir = temp_dir();
+    REQUIRE(DiskCache(dir, DiskCache::kDefaultMaxBytes).store("key", "payload"));
+    REQUIRE(::chmod(dir.c_str(), mode) == 0);
+    const std::vector<std::string> before = snapshot(dir);
+    DiskCache cache(dir, DiskCache::kDefaultMaxBytes);
+    Warnings w;
+    const int64_t errors = tpu::exec::counters().disk_errors;
+    CHECK(cache.enabled());  // not checked before its first use
+    CHECK(!cache.load("key").has_value());
+    CHECK(!cache.enabled());
+    CHECK(!cache.store("other key", "payload"));
+    CHECK(!cache.load("key").has_value());
+    CHECK_EQ(cache.clear(), size_t(0));
+    cache.discard("key", "test");
+    // One warning naming the directory and the fix; one error; nothing read (the hit would have
+    // refreshed the mtime), written or removed.
+    REQUIRE(w.messages.size() == 1);
+    CHECK(contains(w.messages[0], dir));
+    CHECK(contains(w.messages[0], "writable by group or others"));
+    CHECK(contains(w.messages[0], "chmod 700 " + dir));
+    CHECK_EQ(tpu::exec::counters().disk_errors - errors, 1);
+    CHECK(snapshot(dir) == before);
+    tpu::exec::DiskCacheInfo info = cache.info();
+    CHECK(!info.enabled);
+    CHECK_EQ(info.directory, dir);
+    CHECK_EQ(info.refused, w.messages[0]);
+    CHECK_EQ(info.entries, size_t(0));
+    // Fixed, and pointed at again: used.
+    REQUIRE(::chmod(dir.c_str(), 0700) == 0);
+    cache.set_directory(dir);
+    CHECK(cache.info().refused.empty());
+    CHECK_EQ(cache.load("key").value_or(""), std::string("payload"));
+    CHECK_EQ(w.messages.size(), size_t(1));
+  }
+}
+
+TEST(DiskCache, RefusesADirectoryOfAnotherOwner) {
+  if (!can_chown()) {
+    std::printf("  skipped: needs root to chown\n");
+    return;
+  }
+  const std::string dir = temp_dir();
+  REQUIRE(DiskCache(dir, DiskCache::kDefaultMaxBytes).store("key", "payload"));
+  REQUIRE(::chown(dir.c_str(), kOtherUid, kOtherUid) == 0);
+  const std::vector<std::string> before = snapshot(dir);
+  DiskCache cache(dir, DiskCache::kDefaultMaxBytes);
+  Warnings w;
+  tpu::exec::DiskCacheInfo info = cache.info();  // the first use: the check shows here
+  CHECK(!info.enabled);
+  CHECK(!cache.load("key").has_value());
+  CHECK(!cache.store("key", "mine"));
+  REQUIRE(w.messages.size() == 1);
+  CHECK_EQ(info.refused, w.messages[0]);
+  CHECK(contains(w.messages[0], dir));
+  CHECK(contains(w.messages[0], "owned by uid 65534"));
+  CHECK(contains(w.messages[0], "Remove it or choose another TORCH_TPU_CACHE_DIR"));
+  CHECK(snapshot(dir) == before);
+  // Another directory is used again.
+  cache.set_directory(temp_dir());
+  CHECK(cache.store("key", "mine"));
+  CHECK_EQ(cache.load("key").value_or(""), std::string("mine"));
+}
+
+TEST(DiskCache, AnUntrustedEntryTurnsTheDirectoryOff) {
+  struct Case {
+    const char* what;
+    const char* expect;
+    std::function<void(const std::string&)> apply;
+  };
+  std::vector<Case> cases = {
+      {"mode 0666", "writable by group or others (mode 0666)",
+       [](const std::string& p) { REQUIRE(::chmod(p.c_str(), 0666) == 0); }},
+      {"mode 0620", "writable by group or others (mode 0620)",
+       [](const std::string& p) { REQUIRE(::chmod(p.c_str(), 0620) == 0); }},
+      {"symbolic link", "is a symbolic link",
+       [](const std::string& p) {
+         // To a copy elsewhere that would pass every other check.
+         const std::string target = temp_dir() + "/elsewhere";
+         write_file(target, read_file(p));
+         ::chmod(target.c_str(), 0600);
+         REQUIRE(::unlink(p.c_str()) == 0);
+         REQUIRE(::symlink(target.c_str(), p.c_str()) == 0);
+       }},
+  };
+  if (can_chown())
+    cases.push_back({"another owner", "owned by uid 65534", [](const std::string& p) {
+                       REQUIRE(::chown(p.c_str(), kOtherUid, kOtherUid) == 0);
+                     }});
+  else
+    std::printf("  another owner: skipped (needs root to chown)\n");
+  // `opened`: the entry changes after the cache checked its directory (caught as it is read);
+  // otherwise a new cache finds it when it first scans the directory, before loading anything.
+  for (const bool opened : {false, true}) {
+    for (const Case& c : cases) {
+      const std::string dir = temp_dir();
+      DiskCache writer(dir, DiskCache::kDefaultMaxBytes);
+      REQUIRE(writer.store("key", "payload"));
+      REQUIRE(writer.store("other", "payload"));
+      DiskCache fresh(dir, DiskCache::kDefaultMaxBytes);
+      DiskCache& cache = opened ? writer : fresh;
+      const std::string path = cache.entry_path("key");
+      c.apply(path);
+      const std::vector<std::string> before = snapshot(dir);
+      Warnings w;
+      const int64_t errors = tpu::exec::counters().disk_errors;
+      CHECK(!cache.load(opened ? "key" : "other").has_value());
+      REQUIRE(w.messages.size() == 1);
+      std::printf("  %s%s: %s\n", c.what, opened ? " (after first use)" : "", w.messages[0].c_str());
+      CHECK(contains(w.messages[0], "not using the compile cache directory " + dir));
+      CHECK(contains(w.messages[0], path));
+      CHECK(contains(w.messages[0], c.expect));
+      CHECK_EQ(tpu::exec::counters().disk_errors - errors, 1);
+      CHECK(!cache.enabled());
+      CHECK_EQ(cache.info().refused, w.messages[0]);
+      // Nothing more is read, written or removed there, and nothing more is said.
+      CHECK(!cache.load("other").has_value());
+      CHECK(!cache.store("new", "payload"));
+      CHECK_EQ(cache.clear(), size_t(0));
+      CHECK(snapshot(dir) == before);
+      CHECK_EQ(w.messages.size(), size_t(1));
+    }
+  }
+}
+
+TEST(DiskCache, KeepsUsingTheDirectoryItCheckedWhenThePathIsSwapped) {
+  // Whoever can write the parent can move the checked directory away and put an open one in its
+  // place; the cache keeps reading and writing the one it opened and checked.
+  const std::string dir = temp_dir();
+  DiskCache cache(dir, DiskCache::kDefaultMaxBytes);
+  REQUIRE(cache.store("key", "checked"));
+  const std::string moved = dir + ".moved";
+  REQUIRE(::rename(dir.c_str(), moved.c_str()) == 0);
+  REQUIRE(::mkdir(dir.c_str(), 0777) == 0);
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  const std::string name = cache.entry_path("key").substr(dir.size());
+  write_file(dir + name, read_file(moved + name));  // a copy of the entry in the open directory
+  Warnings w;
+  CHECK_EQ(cache.load("key").value_or(""), std::string("checked"));
+  REQUIRE(cache.store("key 2", "second"));
+  CHECK(exists(moved + cache.entry_path("key 2").substr(dir.size())));
+  CHECK(!exists(cache.entry_path("key 2")));
+  CHECK_EQ(snapshot(dir).size(), size_t(1));
+  CHECK(w.messages.empty());
+  std::filesystem::remove_all(moved);
+}
+
+TEST(DiskCache, MakesARemovedDirectoryAgain) {
+  const std::string dir = temp_dir() + "/cache";
+  DiskCache cache(dir, DiskCache::kDefaultMaxBytes);
+  REQUIRE(cache.store("a", "payload"));
+  std::filesystem::remove_all(dir);
+  Warnings w;
+  CHECK(!cache.load("a").has_value());
+  REQUIRE(cache.store("b", "payload"));
+  CHECK_EQ(mode_of(dir), 0700u);
+  CHECK_EQ(cache.load("b").value_or(""), std::string("payload"));
+  CHECK(w.messages.empty());
 }

@@ -186,6 +186,7 @@ PYBIND11_MODULE(_C, m) {
     py::dict d;
     d["enabled"] = i.enabled;
     d["directory"] = i.directory;
+    d["refused"] = i.refused;
     d["max_bytes"] = i.max_bytes;
     d["total_bytes"] = i.total_bytes;
     d["entries"] = i.entries;

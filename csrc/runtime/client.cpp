@@ -2,6 +2,7 @@
 
 #include "runtime/compile_options.h"
 #include "runtime/pjrt_error.h"
+#include "runtime/plugin_environment.h"
 
 namespace tpu::runtime {
 
@@ -21,6 +22,8 @@ Client::Client(std::shared_ptr<Plugin> plugin, const std::map<std::string, int64
   TPU_PJRT_ARGS(PJRT_Client_Create_Args, create);
   create.create_options = options.data();
   create.num_options = options.size();
+  compile_environment_ = read_compile_environment();
+  check_plugin_accepts_flags(*plugin_, create);
   check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
   client_ = create.client;
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/buffer.h"
@@ -14,7 +15,8 @@ namespace tpu::runtime {
 
 class Client {
  public:
-  // `int_options` become PJRT_NamedValue int64 create options (e.g. cpu_device_count).
+  // `int_options` become PJRT_NamedValue int64 create options (e.g. cpu_device_count). Throws
+  // std::runtime_error when the plugin would end the process over XLA_FLAGS (plugin_environment.h).
   Client(std::shared_ptr<Plugin> plugin, const std::map<std::string, int64_t>& int_options);
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -24,6 +26,11 @@ class Client {
   const PJRT_Api* api() const { return plugin_->api(); }
   const std::string& platform_name() const { return platform_name_; }
   const std::string& platform_version() const { return platform_version_; }
+  // The variables that change what the plugin compiles, as they were when this client started
+  // (plugin_environment.h): the plugin read them then, whatever the environment says later.
+  const std::vector<std::pair<std::string, std::string>>& compile_environment() const {
+    return compile_environment_;
+  }
   size_t device_count() const { return devices_.size(); }
   PJRT_Device* device(size_t index) const;
   std::string device_kind(size_t index) const;
@@ -40,6 +47,7 @@ class Client {
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
   std::string platform_name_, platform_version_, compile_options_;
+  std::vector<std::pair<std::string, std::string>> compile_environment_;
 };
 
 }  // namespace tpu::runtime
