@@ -68,14 +68,20 @@ def _command(body):
 def _parse(proc_stdout, proc_stderr):
     for line in proc_stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
+            return json.loads(line[len("RESULT ") :])
     raise AssertionError(f"no result; stdout:\n{proc_stdout}\nstderr:\n{proc_stderr}")
 
 
 def run(cache_dir, body=WORKLOAD, **env):
     """Runs `body` in a fresh process; returns (result dict, stderr)."""
-    p = subprocess.run(_command(body), cwd=ROOT, env=_env(cache_dir, **env), capture_output=True,
-                       text=True, timeout=600)
+    p = subprocess.run(
+        _command(body),
+        cwd=ROOT,
+        env=_env(cache_dir, **env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     result = _parse(p.stdout, p.stderr)
     return result, p.stderr
@@ -165,7 +171,7 @@ def test_leftover_temp_files_are_never_accepted(tmp_path):
 
 
 def _zeros_body(sizes):
-    return "out = [torch.zeros(n, device='tpu').cpu().tolist() for n in %r]" % (sizes,)
+    return f"out = [torch.zeros(n, device='tpu').cpu().tolist() for n in {sizes!r}]"
 
 
 def _set_mtime(files, seconds_ago):
@@ -228,7 +234,9 @@ def test_python_api_enable_disable_clear_info(tmp_path):
     try:
         torch_tpu.cache.enable(tmp_path / "api")
         info = torch_tpu.cache.info()
-        assert info["enabled"] and info["directory"] == str(tmp_path / "api") and info["entries"] == 0
+        assert (
+            info["enabled"] and info["directory"] == str(tmp_path / "api") and info["entries"] == 0
+        )
         torch_tpu.metrics.reset()
         torch.zeros(1237, device="tpu").cpu()  # a shape no other test uses: a memory miss
         c = torch_tpu.metrics.counters()
@@ -257,8 +265,17 @@ def test_python_api_enable_disable_clear_info(tmp_path):
 
 def test_concurrent_processes_share_one_empty_directory(tmp_path):
     cache = tmp_path / "shared"
-    procs = [subprocess.Popen(_command(WORKLOAD), cwd=ROOT, env=_env(cache), text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            _command(WORKLOAD),
+            cwd=ROOT,
+            env=_env(cache),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
     results = []
     for p in procs:
         out, err = p.communicate(timeout=600)
@@ -268,7 +285,9 @@ def test_concurrent_processes_share_one_empty_directory(tmp_path):
     assert results[0]["out"] == results[1]["out"]
     for r in results:
         assert r["counters"]["disk_errors"] == 0
-        assert r["counters"]["compiles"] + r["counters"]["disk_hits"] == r["counters"]["cache_misses"]
+        assert (
+            r["counters"]["compiles"] + r["counters"]["disk_hits"] == r["counters"]["cache_misses"]
+        )
     assert temp_files(cache) == []
     warm, _ = run(cache)
     assert warm["counters"]["compiles"] == 0 and warm["out"] == results[0]["out"]

@@ -7,18 +7,46 @@ import torch
 from torch_tpu import _C
 
 __all__ = [
-    "is_available", "device_count", "current_device", "set_device", "synchronize",
-    "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
-    "set_rng_state", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
-    "memory_stats", "mem_get_info", "empty_cache", "get_device_name",
-    "get_device_properties", "is_bf16_supported", "default_generator", "device",
-    "get_amp_supported_dtype", "is_initialized", "current_stream", "_is_in_bad_fork",
+    "is_available",
+    "device_count",
+    "current_device",
+    "set_device",
+    "synchronize",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "memory_allocated",
+    "max_memory_allocated",
+    "reset_peak_memory_stats",
+    "memory_stats",
+    "mem_get_info",
+    "empty_cache",
+    "get_device_name",
+    "get_device_properties",
+    "is_bf16_supported",
+    "default_generator",
+    "device",
+    "get_amp_supported_dtype",
+    "is_initialized",
+    "current_stream",
+    "_is_in_bad_fork",
 ]
 
 _DeviceProperties = namedtuple(
     "_DeviceProperties",
-    ["name", "platform_name", "platform_version", "pjrt_api_version", "device_kind",
-     "plugin_path", "total_memory", "attributes"],
+    [
+        "name",
+        "platform_name",
+        "platform_version",
+        "pjrt_api_version",
+        "device_kind",
+        "plugin_path",
+        "total_memory",
+        "attributes",
+    ],
 )
 
 
@@ -132,9 +160,11 @@ def reset_peak_memory_stats(device=None):
 
 
 def mem_get_info(device=None):
-    return torch._C._accelerator_getMemoryInfo(_index(device)) if hasattr(
-        torch._C, "_accelerator_getMemoryInfo"
-    ) else _host_mem_info()
+    return (
+        torch._C._accelerator_getMemoryInfo(_index(device))
+        if hasattr(torch._C, "_accelerator_getMemoryInfo")
+        else _host_mem_info()
+    )
 
 
 def _host_mem_info():

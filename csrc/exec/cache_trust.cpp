@@ -31,10 +31,8 @@ std::string distrust_warning(const struct stat& st, CacheFileKind kind, const st
              " in it could be another user's code";
     fix = "Remove " + path + " or choose another TORCH_TPU_CACHE_DIR";
   } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    reason = "is writable by group or others (mode " + octal_mode(st.st_mode) +
-             "), so another user could " +
-             (directory ? "put programs in it for this process to run"
-                        : "have changed the program in it");
+    reason = "is writable by group or others (mode " + octal_mode(st.st_mode) + "), so another user could " +
+             (directory ? "put programs in it for this process to run" : "have changed the program in it");
     fix = "Run `chmod " + std::string(directory ? "700 " : "600 ") + path +
           "` or choose another TORCH_TPU_CACHE_DIR";
   } else {

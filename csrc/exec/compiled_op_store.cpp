@@ -113,13 +113,14 @@ std::string compute_identity(const runtime::Client& client, const std::string& e
   put_field(s, "format", std::to_string(kCompiledOpFormat));
   put_field(s, "platform_name", client.platform_name());
   put_field(s, "platform_version", client.platform_version());
-  put_field(s, "pjrt_api", std::to_string(client.plugin().api_major()) + "." +
-                               std::to_string(client.plugin().api_minor()));
+  put_field(s, "pjrt_api",
+            std::to_string(client.plugin().api_major()) + "." + std::to_string(client.plugin().api_minor()));
   for (const auto& [name, value] : client.plugin().attributes()) put_field(s, "attr:" + name, value);
   // The chip: platform_version names the plugin build, not always which chip it drives, and a
   // cache directory may be shared between hosts (an NFS home).
-  put_field(s, "devices", std::to_string(client.device_count()) + " " +
-                              (client.device_count() > 0 ? client.device_kind(0) : ""));
+  put_field(
+      s, "devices",
+      std::to_string(client.device_count()) + " " + (client.device_count() > 0 ? client.device_kind(0) : ""));
   // XLA_FLAGS and LIBTPU_INIT_ARGS as the plugin read them: they change the programs it builds
   // (e.g. --xla_cpu_enable_fast_math), so another value must compile again.
   for (const auto& [name, value] : client.compile_environment()) put_field(s, "env:" + name, value);
@@ -285,7 +286,8 @@ void store_compiled_op(const std::string& pkey, const CompiledOp& op) {
   } catch (const std::exception& e) {
     counters().disk_errors++;
     warn_store_failure_once(std::string("cannot serialize compiled programs for the persistent "
-                                        "compile cache: ") + e.what());
+                                        "compile cache: ") +
+                            e.what());
     return;
   }
   cache.store(cache_identity(c) + pkey, payload);

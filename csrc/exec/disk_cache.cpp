@@ -208,12 +208,18 @@ std::optional<uint64_t> parse_byte_size(const std::string& text) {
   if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
   if (!unit.empty() && (unit.back() == 'i')) unit.pop_back();
   int shift = 0;
-  if (unit.empty()) shift = 0;
-  else if (unit == "K" || unit == "k") shift = 10;
-  else if (unit == "M" || unit == "m") shift = 20;
-  else if (unit == "G" || unit == "g") shift = 30;
-  else if (unit == "T" || unit == "t") shift = 40;
-  else return std::nullopt;
+  if (unit.empty())
+    shift = 0;
+  else if (unit == "K" || unit == "k")
+    shift = 10;
+  else if (unit == "M" || unit == "m")
+    shift = 20;
+  else if (unit == "G" || unit == "g")
+    shift = 30;
+  else if (unit == "T" || unit == "t")
+    shift = 40;
+  else
+    return std::nullopt;
   if (shift > 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
   return value << shift;
 }
@@ -363,7 +369,7 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
   // O_NOFOLLOW: a symbolic link is refused below, never followed. O_NONBLOCK: opening a FIFO
   // put in its place must not hang (it is refused as not a regular file).
   int fd = ::openat(dir->fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  struct stat st {};
+  struct stat st{};
   if (fd < 0) {
     if (errno == ELOOP && ::fstatat(dir->fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
       refuse(distrust_warning(st, CacheFileKind::Entry, path));
@@ -373,8 +379,7 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
   std::string problem;
   if (::fstat(fd, &st) != 0) {
     problem = "cannot stat: " + errno_text();
-  } else if (std::string distrust = distrust_warning(st, CacheFileKind::Entry, path);
-             !distrust.empty()) {
+  } else if (std::string distrust = distrust_warning(st, CacheFileKind::Entry, path); !distrust.empty()) {
     // Checked on the descriptor that would be read: what is read is what was checked (the scan
     // at first use saw the entries as they were then).
     ::close(fd);
@@ -397,9 +402,8 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
     } else if (key_size > size || payload_size > size ||
                kHeaderSize + key_size + payload_size + kChecksumSize != size) {
       const uint64_t described = kHeaderSize + key_size + payload_size + kChecksumSize;
-      problem = std::string(described > size ? "truncated" : "size mismatch") +
-                ": header describes " + std::to_string(described) + " bytes, file has " +
-                std::to_string(size);
+      problem = std::string(described > size ? "truncated" : "size mismatch") + ": header describes " +
+                std::to_string(described) + " bytes, file has " + std::to_string(size);
     } else {
       Sha256::Digest sum = sha256(std::string_view(data.data(), size - kChecksumSize));
       if (std::memcmp(sum.data(), data.data() + size - kChecksumSize, kChecksumSize) != 0) {
@@ -431,8 +435,8 @@ std::string DiskCache::write_entry(const Dir& dir, const std::string& name, cons
                                    int* error) {
   static std::atomic<uint64_t> sequence{0};
   const auto nanos = std::chrono::steady_clock::now().time_since_epoch().count();
-  const std::string temp = kTempPrefix + std::to_string(::getpid()) + "-" +
-                           std::to_string(sequence++) + "-" + std::to_string(nanos);
+  const std::string temp = kTempPrefix + std::to_string(::getpid()) + "-" + std::to_string(sequence++) + "-" +
+                           std::to_string(nanos);
   // 0600: readable by this user only (what it holds runs as this user's code).
   int fd = ::openat(dir.fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -512,7 +516,8 @@ void DiskCache::evict_if_needed(const std::shared_ptr<const Dir>& dir, uint64_t 
   std::vector<FileInfo> temps;
   std::vector<FileInfo> entries = list_dir(dir->fd, &temps);
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count();
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   for (const FileInfo& t : temps)  // left behind by a process killed mid-write
     if (now_ns - t.mtime_ns > kStaleTempSeconds * 1000000000) ::unlinkat(dir->fd, t.name.c_str(), 0);
   uint64_t total = 0;

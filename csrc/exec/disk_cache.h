@@ -36,9 +36,9 @@
 namespace tpu::exec {
 
 struct DiskCacheInfo {
-  bool enabled = false;      // a directory is set and not refused
-  std::string directory;     // empty when disabled; the refused one when refused
-  std::string refused;       // why `directory` is not used (the warning); empty when it is
+  bool enabled = false;   // a directory is set and not refused
+  std::string directory;  // empty when disabled; the refused one when refused
+  std::string refused;    // why `directory` is not used (the warning); empty when it is
   uint64_t max_bytes = 0;
   uint64_t total_bytes = 0;  // entries only
   size_t entries = 0;
@@ -91,8 +91,7 @@ class DiskCache {
   // Forgets `dir` (it was removed): the next use opens and checks the path again.
   void drop_directory(const std::shared_ptr<const Dir>& dir);
   // Writes one entry through a temp file; "" or what failed (`*error`: its errno).
-  std::string write_entry(const Dir& dir, const std::string& name, const std::string& data,
-                          int* error);
+  std::string write_entry(const Dir& dir, const std::string& name, const std::string& data, int* error);
   void evict_if_needed(const std::shared_ptr<const Dir>& dir, uint64_t written_bytes);
 
   mutable std::mutex mutex_;
@@ -100,7 +99,7 @@ class DiskCache {
   uint64_t max_bytes_;
   std::shared_ptr<const Dir> dir_;  // directory_ opened and checked; null until first use
   std::string refused_;             // why directory_ is not used; "" when it is (or unchecked)
-  int64_t approx_total_ = -1;  // bytes in the directory as last scanned plus our writes since
+  int64_t approx_total_ = -1;       // bytes in the directory as last scanned plus our writes since
   int writes_since_scan_ = 0;
   bool warned_write_failure_ = false;
 };

@@ -61,7 +61,7 @@ bool exists(const std::string& path) {
 }
 
 struct stat lstat_of(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) throw std::runtime_error("lstat " + path + " failed");
   return st;
 }
@@ -106,15 +106,18 @@ struct Warnings {
 TEST(Sha256, KnownVectors) {
   using tpu::exec::sha256;
   using tpu::exec::to_hex;
-  CHECK_EQ(to_hex(sha256("")), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
-  CHECK_EQ(to_hex(sha256("abc")), std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+  CHECK_EQ(to_hex(sha256("")),
+           std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+  CHECK_EQ(to_hex(sha256("abc")),
+           std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
   CHECK_EQ(to_hex(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
            std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
   // Fed in odd-sized pieces across block boundaries.
   std::string million(1000000, 'a');
   tpu::exec::Sha256 h;
   for (size_t i = 0; i < million.size(); i += 777) h.update(std::string_view(million).substr(i, 777));
-  CHECK_EQ(to_hex(h.finish()), std::string("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+  CHECK_EQ(to_hex(h.finish()),
+           std::string("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
 }
 
 TEST(DiskCache, ParseByteSize) {
@@ -164,11 +167,19 @@ TEST(DiskCache, DamagedEntriesAreDiscardedWithAWarning) {
     std::function<std::string(std::string)> apply;
   };
   std::vector<Damage> damages = {
-      {"flipped byte", [](std::string s) { s[s.size() / 2] ^= 0x40; return s; }},
+      {"flipped byte",
+       [](std::string s) {
+         s[s.size() / 2] ^= 0x40;
+         return s;
+       }},
       {"truncated", [](std::string s) { return s.substr(0, s.size() - 100); }},
       {"short", [](std::string s) { return s.substr(0, 10); }},
       {"empty", [](std::string) { return std::string(); }},
-      {"bad magic", [](std::string s) { s[0] = 'X'; return s; }},
+      {"bad magic",
+       [](std::string s) {
+         s[0] = 'X';
+         return s;
+       }},
       {"extended", [](std::string s) { return s + "junk"; }},
   };
   for (const Damage& d : damages) {
@@ -358,7 +369,7 @@ TEST(DiskCache, RefusesADirectoryOfAnotherOwner) {
   CHECK_EQ(info.refused, w.messages[0]);
   CHECK(contains(w.messages[0], dir));
   CHECK(contains(w.messages[0], "owned by uid 65534"));
-  CHECK(contains(w.messages[0], "Remove it or choose another TORCH_TPU_CACHE_DIR"));
+  CHECK(contains(w.messages[0], "Remove " + dir + " or choose another TORCH_TPU_CACHE_DIR"));
   CHECK(snapshot(dir) == before);
   // Another directory is used again.
   cache.set_directory(temp_dir());
@@ -388,9 +399,8 @@ TEST(DiskCache, AnUntrustedEntryTurnsTheDirectoryOff) {
        }},
   };
   if (can_chown())
-    cases.push_back({"another owner", "owned by uid 65534", [](const std::string& p) {
-                       REQUIRE(::chown(p.c_str(), kOtherUid, kOtherUid) == 0);
-                     }});
+    cases.push_back({"another owner", "owned by uid 65534",
+                     [](const std::string& p) { REQUIRE(::chown(p.c_str(), kOtherUid, kOtherUid) == 0); }});
   else
     std::printf("  another owner: skipped (needs root to chown)\n");
   // `opened`: the entry changes after the cache checked its directory (caught as it is read);

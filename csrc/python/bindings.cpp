@@ -9,12 +9,12 @@
 #include "aten/tpu_tensor.h"
 #include "exec/compile_cache.h"
 #include "exec/compiled_op_store.h"
-#include "exec/disk_cache.h"
 #include "exec/device_context.h"
+#include "exec/disk_cache.h"
 #include "exec/executor.h"
 #include "exec/fused_graph.h"
-#include "exec/recompile_log.h"
 #include "exec/metrics.h"
+#include "exec/recompile_log.h"
 #include "lowering/registry.h"
 
 namespace tpu::aten {
@@ -55,7 +55,8 @@ const CodeInfo& code_info(PyCodeObject* code) {
   info.file = py::cast<std::string>(py::handle(code->co_filename));
   info.generated = info.file.rfind("<eval_with_key>", 0) == 0;
   info.internal = info.file.rfind("<frozen", 0) == 0;
-  for (const std::string& dir : g_internal_dirs) info.internal = info.internal || info.file.rfind(dir, 0) == 0;
+  for (const std::string& dir : g_internal_dirs)
+    info.internal = info.internal || info.file.rfind(dir, 0) == 0;
   Py_INCREF(code);
   return cache.emplace(code, std::move(info)).first->second;
 }
@@ -113,7 +114,8 @@ PYBIND11_MODULE(_C, m) {
     d["plugin_path"] = c.plugin().path();
     d["platform_name"] = c.platform_name();
     d["platform_version"] = c.platform_version();
-    d["pjrt_api_version"] = std::to_string(c.plugin().api_major()) + "." + std::to_string(c.plugin().api_minor());
+    d["pjrt_api_version"] =
+        std::to_string(c.plugin().api_major()) + "." + std::to_string(c.plugin().api_minor());
     d["device_kind"] = c.device_count() ? c.device_kind(0) : std::string();
     d["attributes"] = c.plugin().attributes();
     return d;
@@ -128,19 +130,27 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_set_mode", [](const std::string& mode) {
     exec::Mode m;
-    if (mode == "strict") m = exec::Mode::Strict;
-    else if (mode == "debug") m = exec::Mode::Debug;
-    else if (mode == "fused") m = exec::Mode::Fused;
-    else throw std::invalid_argument("unknown eager mode '" + mode + "' (expected 'strict', 'debug' or 'fused')");
+    if (mode == "strict")
+      m = exec::Mode::Strict;
+    else if (mode == "debug")
+      m = exec::Mode::Debug;
+    else if (mode == "fused")
+      m = exec::Mode::Fused;
+    else
+      throw std::invalid_argument("unknown eager mode '" + mode +
+                                  "' (expected 'strict', 'debug' or 'fused')");
     // Whatever was recorded runs before the mode changes, so errors and timing stay attributable.
     exec::flush();
     exec::set_mode(m);
   });
   m.def("_get_mode", [] {
     switch (exec::mode()) {
-      case exec::Mode::Debug: return "debug";
-      case exec::Mode::Fused: return "fused";
-      default: return "strict";
+      case exec::Mode::Debug:
+        return "debug";
+      case exec::Mode::Fused:
+        return "fused";
+      default:
+        return "strict";
     }
   });
   m.def("_flush", [] { exec::flush(); });

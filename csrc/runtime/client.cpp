@@ -67,8 +67,8 @@ std::string Client::device_kind(size_t index) const {
   return std::string(kind.device_kind, kind.device_kind_size);
 }
 
-BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
-                                   const std::vector<int64_t>& dims, size_t device_index) const {
+BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                                   size_t device_index) const {
   TPU_PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args, args);
   args.client = client_;
   args.data = data;

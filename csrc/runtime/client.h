@@ -36,8 +36,8 @@ class Client {
   std::string device_kind(size_t index) const;
 
   // Copies dense host data (major-to-minor) to `device`; the host data may be freed on return.
-  BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type,
-                             const std::vector<int64_t>& dims, size_t device) const;
+  BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                             size_t device) const;
   // Compiles StableHLO MLIR text (entry function @main).
   ExecutablePtr compile(const std::string& mlir) const;
   ExecutablePtr deserialize(const std::string& bytes) const;

@@ -55,9 +55,9 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   if (plugin->api_ == nullptr) throw std::runtime_error("torch_tpu: GetPjrtApi returned null in " + path);
   if (plugin->api_major() != PJRT_API_MAJOR) {
     std::ostringstream out;
-    out << "torch_tpu: the PJRT plugin '" << path << "' implements PJRT C API "
-        << plugin->api_major() << "." << plugin->api_minor() << " but torch_tpu was built against "
-        << PJRT_API_MAJOR << "." << PJRT_API_MINOR << "; major versions must match";
+    out << "torch_tpu: the PJRT plugin '" << path << "' implements PJRT C API " << plugin->api_major() << "."
+        << plugin->api_minor() << " but torch_tpu was built against " << PJRT_API_MAJOR << "."
+        << PJRT_API_MINOR << "; major versions must match";
     throw std::runtime_error(out.str());
   }
   const PJRT_Api* api = plugin->api_;

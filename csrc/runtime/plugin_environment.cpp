@@ -44,8 +44,7 @@ std::vector<std::string> complaints(const std::string& output) {
     if (end == std::string::npos) end = output.size();
     std::string line = output.substr(start, end - start);
     start = end + 1;
-    if (line.size() < 6 || (line[0] != 'E' && line[0] != 'F') ||
-        line.find_first_not_of("0123456789", 1) != 5)
+    if (line.size() < 6 || (line[0] != 'E' && line[0] != 'F') || line.find_first_not_of("0123456789", 1) != 5)
       continue;
     const size_t text = line.find("] ");
     if (text != std::string::npos) out.push_back(line.substr(text + 2, 500));
@@ -70,16 +69,14 @@ std::string unknown_flags(const std::vector<std::string>& lines, bool* plural) {
 // Reads the child's output until it exits (or the pipe closes), for at most the time limit.
 // Returns false when the child hung and was killed. `status` is its wait status (-1 unknown).
 bool collect(pid_t pid, int fd, std::string& output, int& status) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(kCheckTimeoutSeconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kCheckTimeoutSeconds);
   status = -1;
   bool open = true, reaped = false;
   char buf[4096];
   while (!reaped) {
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid, SIGKILL);
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
       return false;
     }
     if (open) {
@@ -171,8 +168,7 @@ void check_plugin_accepts_flags(const Plugin& plugin, const PJRT_Client_Create_A
   const bool finished = collect(pid, fds[0], output, status);
   ::close(fds[0]);
   if (!finished || status == -1) return;
-  if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kCreateReturnedError))
-    return;
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kCreateReturnedError)) return;
   if (output.find("XLA_FLAGS") == std::string::npos &&
       output.find("parse_flags_from_env") == std::string::npos)
     return;
@@ -186,8 +182,8 @@ void check_plugin_accepts_flags(const Plugin& plugin, const PJRT_Client_Create_A
   const std::vector<std::string> said = complaints(output);
   bool plural = false;
   const std::string unknown = unknown_flags(said, &plural);
-  std::string message = "torch_tpu: the PJRT plugin " + plugin.path() + " rejects XLA_FLAGS=\"" +
-                        flags + "\"";
+  std::string message =
+      "torch_tpu: the PJRT plugin " + plugin.path() + " rejects XLA_FLAGS=\"" + flags + "\"";
   message += WIFEXITED(status) ? " (it would end this process with exit status " +
                                      std::to_string(WEXITSTATUS(status)) + " as the device starts)"
                                : " (it would end this process with signal " +
@@ -198,8 +194,9 @@ void check_plugin_accepts_flags(const Plugin& plugin, const PJRT_Client_Create_A
   } else {
     message += ". Correct XLA_FLAGS or unset it";
   }
-  message += "; TORCH_TPU_VERBOSE_PLUGIN=1 shows the plugin's full output (XLA_FLAGS=--help lists "
-             "the flags it knows).";
+  message +=
+      "; TORCH_TPU_VERBOSE_PLUGIN=1 shows the plugin's full output (XLA_FLAGS=--help lists "
+      "the flags it knows).";
   if (!said.empty()) {
     message += " The plugin said:";
     for (size_t i = 0; i < said.size() && i < 4; ++i) message += "\n  " + said[i];
