@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Times the README's install command as issue 16 checks it: a fresh clone of this repository in
 # a fresh virtual environment (cold: ccache off), the same command again with no change, then
-# again after touching one lowering file. Prints seconds and how many build steps (compiles and
-# links) each run took, from the build log.
+# again after touching one lowering file, then a (non-editable) wheel install imported from /.
+# Prints seconds and how many build steps (compiles and links) each run took, from the build log.
 #
 #   bash benchmarks/install_time.sh [WORKDIR]      (default WORKDIR: a new temp directory)
 set -euo pipefail
@@ -29,4 +29,6 @@ touch csrc/lowering/glu.cpp
 timed "install after touching one lowering file" env CCACHE_DISABLE=1 bash scripts/install.sh
 echo "  compiled: $(grep -oE ' -c [^ ]+\.cpp' build/install.log | sed 's|.*/||' | tr '\n' ' ')"
 echo "  linked:   $(grep -E '^\s*\[[0-9]+/[0-9]+\] : &&' build/install.log | grep -oE ' -o [^ ]+' | sed 's/ -o //' | tr '\n' ' ')"
-cd / && python -c "import torch; print('import from /:', (torch.ones(3, device='tpu') + 1).cpu())"
+timed "wheel: pip install --no-build-isolation ." bash -c \
+  "python -m pip install -v --no-build-isolation --no-deps --root-user-action=ignore . >build/install.log 2>&1"
+cd / && python -c "import torch, torch_tpu; print('wheel, imported from /:', torch_tpu.__file__, (torch.ones(3, device='tpu') + 1).cpu())"
