@@ -1,6 +1,6 @@
 // Shared plugin/client for the unit tests and a helper that compiles a StableHLO module, runs it
-// on host data and returns the outputs' bytes. The plugin path comes from the environment
-// variable TORCH_TPU_TEST_PLUGIN (ctest sets it).
+// on host data and returns the outputs' bytes. The plugin is TORCH_TPU_TEST_PLUGIN when set, else
+// the xla-cpu-pjrt wheel's found at configure time (CMakeLists.txt).
 #pragma once
 #include <cstdlib>
 #include <cstring>
@@ -19,9 +19,7 @@ namespace tpu::testing {
 
 inline std::string plugin_path() {
   const char* p = std::getenv("TORCH_TPU_TEST_PLUGIN");
-  if (p == nullptr || *p == 0)
-    throw std::runtime_error("set TORCH_TPU_TEST_PLUGIN to the PJRT plugin .so (ctest does)");
-  return p;
+  return p != nullptr && *p != 0 ? p : TORCH_TPU_TEST_PLUGIN_DEFAULT;
 }
 
 inline std::shared_ptr<runtime::Plugin> plugin() {
