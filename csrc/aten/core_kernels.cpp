@@ -247,6 +247,21 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
   return into(out, at::eye(n, m, out.options()));
 }
 
+// Whether `self` may take `from`'s data in place (`param.data = t`, which nn.Module._apply uses
+// for .to()/.half()). TensorImpl answers yes for two dense tensors of CPU, CUDA and a few other
+// backends, never for PrivateUse1, so without this `module.to("tpu")` would replace every
+// Parameter with a new object and untie tied weights. A tpu tensor is a plain TensorImpl like a
+// CPU one, so dense CPU and tpu tensors are as compatible as CPU and CUDA ones are.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto plain_dense = [](const at::Tensor& t) {
+    const c10::DeviceType type = t.device().type();
+    return (type == c10::DeviceType::CPU || type == c10::DeviceType::PrivateUse1) &&
+           t.layout() == c10::kStrided && !t.is_quantized() && !t.key_set().has(c10::DispatchKey::Python);
+  };
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set()) ||
+         (plain_dense(self) && plain_dense(from));
+}
+
 }  // namespace
 
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) { grow_storage(storage, nbytes); }
@@ -277,6 +292,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("eye.out", TORCH_FN(eye_out));
   m.impl("_efficientzerotensor", TORCH_FN(efficient_zero_tensor));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }
 
 }  // namespace tpu::aten
