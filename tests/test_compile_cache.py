@@ -72,16 +72,22 @@ def _parse(proc_stdout, proc_stderr):
     raise AssertionError(f"no result; stdout:\n{proc_stdout}\nstderr:\n{proc_stderr}")
 
 
-def run(cache_dir, body=WORKLOAD, **env):
-    """Runs `body` in a fresh process; returns (result dict, stderr)."""
-    p = subprocess.run(
-        _command(body),
+def python(code, cache_dir, **env):
+    """Runs Python `code` in a fresh process against `cache_dir`; returns the finished process."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
         cwd=ROOT,
         env=_env(cache_dir, **env),
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+def run(cache_dir, body=WORKLOAD, **env):
+    """Runs `body` in a fresh process; returns (result dict, stderr)."""
+    p = python(SCRIPT.format(body=body), cache_dir, **env)
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     result = _parse(p.stdout, p.stderr)
     return result, p.stderr
@@ -422,18 +428,10 @@ def test_xla_flags_are_part_of_the_cache_identity(tmp_path):
 def test_unknown_flag_in_xla_flags_raises_a_clear_error(tmp_path):
     # The plugin parses XLA_FLAGS as its client starts and _exit(1)s on an unknown flag, with its
     # start-up output muted: without the check this process would end silently.
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import torch, torch_tpu\nprint('started', flush=True)\ntorch.ones(2, device='tpu') + 1",
-        ],
-        check=False,
-        cwd=ROOT,
-        env=_env(tmp_path, XLA_FLAGS="--xla_no_such_flag"),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    p = python(
+        "import torch, torch_tpu\nprint('started', flush=True)\ntorch.ones(2, device='tpu') + 1",
+        tmp_path,
+        XLA_FLAGS="--xla_no_such_flag",
     )
     assert p.returncode == 1 and p.stdout == "started\n", (p.stdout, p.stderr)
     assert "Traceback" in p.stderr and "RuntimeError: torch_tpu: the PJRT plugin" in p.stderr
@@ -474,15 +472,7 @@ print("RESULT " + json.dumps(errors))
     ids=["unknown", "bad_value"],
 )
 def test_rejected_xla_flags_raise_a_catchable_error_each_time(tmp_path, flags, expected):
-    p = subprocess.run(
-        [sys.executable, "-c", CATCH_FLAG_ERROR],
-        check=False,
-        cwd=ROOT,
-        env=_env(tmp_path, XLA_FLAGS=flags),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    p = python(CATCH_FLAG_ERROR, tmp_path, XLA_FLAGS=flags)
     assert p.returncode == 0, p.stderr
     errors = _parse(p.stdout, p.stderr)
     assert len(errors) == 2 and errors[0] == errors[1]
