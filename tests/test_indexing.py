@@ -98,6 +98,15 @@ def test_index_put_patterns_and_broadcast_values():
     check_op(lambda t, a, v: t.index_put((a,), v), x, i, torch.tensor(3.0))
 
 
+def test_index_put_values_that_do_not_broadcast():
+    x, i, v = make(2, 3), idx(0, 1), make(2)
+    msg = r"value tensor of shape \[2\] cannot be broadcast to indexing result of shape \[2, 3\]"
+    with pytest.raises(RuntimeError, match=msg):
+        x.index_put((i,), v)
+    with pytest.raises(RuntimeError, match=msg):
+        x.to("tpu").index_put((i.to("tpu"),), v.to("tpu"))
+
+
 def test_setitem_inplace():
     def fn(t, i, v):
         t = t.clone()

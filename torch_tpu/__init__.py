@@ -7,6 +7,7 @@ The PJRT plugin is loaded on first use of the device.
 
 import contextlib
 import os
+import sys
 
 
 def _autoload():
@@ -35,6 +36,7 @@ from torch_tpu import cache, metrics
 from torch_tpu import device as _device_module
 
 torch._register_device_module("tpu", _device_module)
+sys.modules["torch.tpu.amp"] = _device_module.amp  # `import torch.tpu.amp`, as torch.cuda.amp
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )

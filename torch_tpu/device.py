@@ -4,7 +4,7 @@ from collections import namedtuple
 
 import torch
 
-from torch_tpu import _C
+from torch_tpu import _C, amp
 
 __all__ = [
     "is_available",
@@ -30,6 +30,7 @@ __all__ = [
     "default_generator",
     "device",
     "get_amp_supported_dtype",
+    "amp",
     "is_initialized",
     "current_stream",
     "_is_in_bad_fork",

@@ -114,11 +114,26 @@ Value broadcast_in_dim(Builder& b, const Value& v, const Shape& shape, const std
                "broadcast_dimensions = " + ir::i64_array(dims));
 }
 
+bool broadcastable(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t offset = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[i + offset]) return false;
+  return true;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 Value broadcast_to(Builder& b, const Value& v, const Shape& shape) {
   if (v.shape() == shape) return v;
+  if (!broadcastable(v.shape(), shape))
+    throw std::invalid_argument("broadcast_to: shape " + shape_str(v.shape()) + " cannot be broadcast to " +
+                                shape_str(shape));
   int64_t offset = static_cast<int64_t>(shape.size()) - v.rank();
-  if (offset < 0) throw std::invalid_argument("broadcast_to: target rank is smaller than source rank");
-  std::vector<int64_t> dims;
   Shape kept;
   std::vector<int64_t> kept_dims;
   for (int i = 0; i < v.rank(); ++i) {
@@ -126,8 +141,6 @@ Value broadcast_to(Builder& b, const Value& v, const Shape& shape) {
     if (v.shape()[i] == shape[i + offset]) {
       kept.push_back(v.shape()[i]);
       kept_dims.push_back(i + offset);
-    } else if (v.shape()[i] != 1) {
-      throw std::invalid_argument("broadcast_to: incompatible shapes");
     }
   }
   Value src = reshape(b, v, kept);

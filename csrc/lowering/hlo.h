@@ -25,6 +25,9 @@ Value transpose(Builder& b, const Value& v, const std::vector<int64_t>& perm);
 Value broadcast_in_dim(Builder& b, const Value& v, const Shape& shape, const std::vector<int64_t>& dims);
 // NumPy/PyTorch broadcasting of `v` to `shape` (trailing dimensions aligned).
 Value broadcast_to(Builder& b, const Value& v, const Shape& shape);
+// Whether `from` broadcasts to `to` (numpy rules, `to` at least as long), and "[2, 3]".
+bool broadcastable(const Shape& from, const Shape& to);
+std::string shape_str(const Shape& shape);
 Value slice(Builder& b, const Value& v, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
             const std::vector<int64_t>& strides = {});
 // Slice along one dimension [start, limit) with step.

@@ -227,6 +227,10 @@ std::vector<Value> lower_index_put(Ctx& c) {
     Shape s(values.shape().end() - result_shape.size(), values.shape().end());
     values = hlo::reshape(c.b, values, s);
   }
+  if (!hlo::broadcastable(values.shape(), result_shape))
+    throw std::invalid_argument("shape mismatch: value tensor of shape " + hlo::shape_str(values.shape()) +
+                                " cannot be broadcast to indexing result of shape " +
+                                hlo::shape_str(result_shape));
   values = hlo::broadcast_to(c.b, values, result_shape);
   Value updates = hlo::transpose(c.b, values, inverse(rperm));
   idx::ScatterDims d;
