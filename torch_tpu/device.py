@@ -22,6 +22,9 @@ __all__ = [
     "max_memory_allocated",
     "reset_peak_memory_stats",
     "memory_stats",
+    "memory_summary",
+    "memory_reserved",
+    "max_memory_reserved",
     "mem_get_info",
     "empty_cache",
     "get_device_name",
@@ -139,13 +142,67 @@ def set_rng_state(new_state, device="tpu"):
 
 
 def memory_stats(device=None):
+    """Bytes held by live tpu tensors' device buffers, as torch.cuda.memory_stats() names them.
+    Nothing is cached (a buffer is freed when its last tensor goes), so reserved and active
+    memory equal allocated memory."""
     s = _C._memory_stats()
-    return {
-        "allocated_bytes.all.current": s["allocated_bytes"],
-        "allocated_bytes.all.peak": s["peak_bytes"],
-        "allocation.all.allocated": s["num_allocs"],
-        "allocation.all.freed": s["num_frees"],
-    }
+    stats = {}
+    for kind in ("allocated_bytes", "reserved_bytes", "active_bytes"):
+        stats[f"{kind}.all.current"] = s["allocated_bytes"]
+        stats[f"{kind}.all.peak"] = s["peak_bytes"]
+    stats["allocation.all.current"] = s["num_allocs"] - s["num_frees"]
+    stats["allocation.all.allocated"] = s["num_allocs"]
+    stats["allocation.all.freed"] = s["num_frees"]
+    stats["num_ooms"] = s["num_ooms"]
+    return stats
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A readable table of memory_stats(), like torch.cuda.memory_summary()."""
+
+    def size(n):
+        for unit in ("B", "KiB", "MiB", "GiB"):
+            if abs(n) < 1024 or unit == "GiB":
+                return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+            n /= 1024
+
+    s = memory_stats(device)
+    free, total = mem_get_info(device)
+    rows = [
+        (
+            "Allocated memory",
+            size(s["allocated_bytes.all.current"]),
+            size(s["allocated_bytes.all.peak"]),
+        ),
+        (
+            "Reserved memory",
+            size(s["reserved_bytes.all.current"]),
+            size(s["reserved_bytes.all.peak"]),
+        ),
+        ("Live buffers", str(s["allocation.all.current"]), ""),
+        (
+            "Buffers allocated / freed",
+            f"{s['allocation.all.allocated']} / {s['allocation.all.freed']}",
+            "",
+        ),
+        ("Out-of-memory errors", str(s["num_ooms"]), ""),
+        ("Device free / total", f"{size(free)} / {size(total)}", ""),
+    ]
+    width = 75
+    lines = ["=" * width, f" torch_tpu memory summary, device tpu:{_index(device)}", "-" * width]
+    lines.append(f" {'Metric':<30}|{'Current':>20} |{'Peak':>20} ")
+    lines.append("-" * width)
+    lines += [f" {name:<30}|{cur:>20} |{peak:>20} " for name, cur, peak in rows]
+    lines.append("=" * width)
+    return "\n".join(lines) + "\n"
+
+
+def memory_reserved(device=None):
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device=None):
+    return max_memory_allocated(device)
 
 
 def memory_allocated(device=None):

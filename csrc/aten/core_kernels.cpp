@@ -18,6 +18,7 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include "aten/out_of_memory.h"
 #include "aten/tpu_tensor.h"
 #include "exec/device_context.h"
 #include "exec/fused_graph.h"
@@ -158,7 +159,7 @@ at::Tensor& copy_complex_half(at::Tensor& dst, const at::Tensor& src, bool non_b
 }
 
 // dst <- src, with broadcasting and dtype conversion, any pair of devices.
-at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+at::Tensor& copy_tpu(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
   if (dst.numel() == 0) return dst;
   const bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
   const bool src_tpu = src.device().type() == c10::DeviceType::PrivateUse1;
@@ -199,6 +200,10 @@ at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
   return dst;
 }
 
+at::Tensor& copy_(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  return translating_out_of_memory([&]() -> at::Tensor& { return copy_tpu(dst, src, non_blocking); });
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   at::Tensor d = dst;
   copy_(d, self, non_blocking);
@@ -212,7 +217,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
-  return to_cpu(self).item();
+  return translating_out_of_memory([&] { return to_cpu(self).item(); });
 }
 
 // out= forms of the factories: the functional op in the out tensor's dtype, then resized into

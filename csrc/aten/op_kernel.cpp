@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "aten/generator.h"
+#include "aten/out_of_memory.h"
 #include "aten/tpu_tensor.h"
 #include "exec/device_context.h"
 #include "exec/executor.h"
@@ -423,9 +424,7 @@ bool takes_static_mask(const OpBinding& bind) {
   return n == "aten::index_put" || n == "aten::_index_put_impl" || n == "aten::_unsafe_index_put";
 }
 
-}  // namespace
-
-void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const OpBinding& bind = binding_of(op);
   if (bind.variant == Variant::Out) return run_out_variant(op, bind, stack);
 
@@ -519,6 +518,12 @@ void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch
       stack->push_back(fresh());
     }
   }
+}
+
+}  // namespace
+
+void lowered_op_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  translating_out_of_memory([&] { run_lowered_op(op, stack); });
 }
 
 }  // namespace tpu::aten

@@ -10,6 +10,7 @@
 #include "exec/fused_graph.h"
 #include "exec/metrics.h"
 #include "exec/recompile_log.h"
+#include "runtime/pjrt_error.h"
 
 namespace tpu::exec {
 
@@ -29,8 +30,16 @@ runtime::BufferPtr scalar_buffer(const HostScalar& s, int device) {
 
 namespace {
 
+// The first read of a storage nothing has written yet (torch.empty is lazy).
 runtime::BufferPtr zeros_buffer(ir::DType dtype, int64_t numel, int device) {
-  std::vector<uint8_t> zeros(static_cast<size_t>(numel) * ir::itemsize(dtype), 0);
+  const int64_t nbytes = numel * ir::itemsize(dtype);
+  std::vector<uint8_t> zeros;
+  try {
+    zeros.assign(static_cast<size_t>(nbytes), 0);
+  } catch (const std::bad_alloc&) {
+    throw runtime::OutOfMemory(
+        "allocating the " + std::to_string(nbytes) + " bytes of an unwritten storage failed", nbytes);
+  }
   return upload(zeros.data(), dtype, {numel}, device);
 }
 
@@ -99,6 +108,25 @@ void synchronize() {
   }
   for (auto& e : pending) e.await();
   raise_failed_checks();
+}
+
+void forget_out_of_memory_launches() {
+  std::vector<runtime::Event> pending, failed;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mutex);
+    pending.swap(g_pending);
+  }
+  for (auto& e : pending) {
+    try {
+      e.await();
+    } catch (const runtime::OutOfMemory&) {
+    } catch (const std::exception&) {
+      failed.push_back(std::move(e));  // another error: the next sync reports it
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_pending_mutex);
+  g_pending.insert(g_pending.begin(), std::make_move_iterator(failed.begin()),
+                   std::make_move_iterator(failed.end()));
 }
 
 void compile_into(CompiledOp& op, const std::string& mlir, const std::string& what) {

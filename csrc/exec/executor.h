@@ -22,6 +22,9 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
 // Waits for every launched program; rethrows the first execution error and raises a
 // CheckFailure for any runtime check (index out of range, ...) that failed since.
 void synchronize();
+// After an out-of-memory error was raised: waits for launched work and forgets the launches
+// that failed for lack of memory, so the next sync does not raise the same error again.
+void forget_out_of_memory_launches();
 // Raises the first failed runtime check of earlier (strict-mode) launches, if any.
 void raise_failed_checks();
 

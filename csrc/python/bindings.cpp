@@ -1,11 +1,13 @@
 // torch_tpu._C: the Python face of the runtime, modes, metrics and caches.
 #include <unordered_map>
 
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
 #include "aten/generator.h"
 #include "aten/graph_replay.h"
+#include "aten/out_of_memory.h"
 #include "aten/tpu_tensor.h"
 #include "exec/compile_cache.h"
 #include "exec/compiled_op_store.h"
@@ -120,13 +122,16 @@ PYBIND11_MODULE(_C, m) {
     d["attributes"] = c.plugin().attributes();
     return d;
   });
+  // HANDLE_TH_ERRORS: an out-of-memory error reaches Python as torch.OutOfMemoryError.
   m.def("_synchronize", [] {
+    HANDLE_TH_ERRORS
     try {
       py::gil_scoped_release release;
-      exec::synchronize();
+      aten::translating_out_of_memory([] { exec::synchronize(); });
     } catch (const exec::CheckFailure& e) {
       throw py::index_error(e.what());
     }
+    END_HANDLE_TH_ERRORS_PYBIND
   });
   m.def("_set_mode", [](const std::string& mode) {
     exec::Mode m;
@@ -153,7 +158,11 @@ PYBIND11_MODULE(_C, m) {
         return "strict";
     }
   });
-  m.def("_flush", [] { exec::flush(); });
+  m.def("_flush", [] {
+    HANDLE_TH_ERRORS
+    aten::translating_out_of_memory([] { exec::flush(); });
+    END_HANDLE_TH_ERRORS_PYBIND
+  });
   m.def("_set_generated_code_resolver", [](py::object fn) {
     delete g_generated_code_resolver;
     g_generated_code_resolver = fn.is_none() ? nullptr : new py::object(std::move(fn));
@@ -232,6 +241,7 @@ PYBIND11_MODULE(_C, m) {
     d["peak_bytes"] = s.peak_bytes;
     d["num_allocs"] = s.num_allocs;
     d["num_frees"] = s.num_frees;
+    d["num_ooms"] = aten::out_of_memory_count();
     return d;
   });
   m.def("_reset_peak_memory", &runtime::reset_peak_memory);
