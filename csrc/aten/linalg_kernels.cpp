@@ -9,10 +9,13 @@
 //   meant for. residuals, rank and singular_values follow the CPU's rules per driver: residuals
 //   only for m > n and drivers other than gelsy (gelsd/gelss: only when every matrix has full
 //   rank), rank for all but gels, singular values for gelsd/gelss; otherwise empty tensors.
+// - linalg_eigvals.out: the out= form of the lowered _linalg_eigvals (lowering/linalg_eig.cpp),
+//   which the generic kernel cannot derive (the names differ), with the CPU's dtype check.
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_linalg_eigvals.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linalg_qr.h>
 #include <ATen/ops/linalg_solve_triangular.h>
@@ -147,6 +150,15 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
   return {solution, residuals, rank, singular_values};
 }
 
+at::Tensor& linalg_eigvals_out(const at::Tensor& self, at::Tensor& out) {
+  at::Tensor values = at::_linalg_eigvals(self);
+  TORCH_CHECK(at::canCast(values.scalar_type(), out.scalar_type()),
+              "torch.linalg.eigvals: Expected eigenvalues to be safely castable from ", values.scalar_type(),
+              " dtype, but got eigenvalues with dtype ", out.scalar_type());
+  into(out, values);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
@@ -157,6 +169,7 @@ TORCH_LIBRARY_IMPL(aten, Meta, m) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_lstsq", TORCH_FN(lstsq_by_qr));
   m.impl("linalg_lstsq.out", TORCH_FN(linalg_lstsq_out));
+  m.impl("linalg_eigvals.out", TORCH_FN(linalg_eigvals_out));
 }
 
 }  // namespace tpu::aten
