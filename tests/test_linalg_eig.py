@@ -157,6 +157,12 @@ def test_small_and_empty():
     # A 2x2 rotation: the exact pair +-i.
     L = torch.linalg.eigvals(torch.tensor([[0.0, -1.0], [1.0, 0.0]], device="tpu")).cpu()
     torch.testing.assert_close(L[L.imag.argsort()], torch.tensor([-1j, 1j]), atol=1e-7, rtol=0)
+    # The same at 1e-32, where every entry is below the QR iteration's negligible size: found
+    # only because the matrix is scaled first, as geev does.
+    L = torch.linalg.eigvals(torch.tensor([[0.0, -1e-32], [1e-32, 0.0]], device="tpu")).cpu()
+    torch.testing.assert_close(
+        L[L.imag.argsort()], torch.tensor([-1e-32j, 1e-32j]), atol=1e-39, rtol=0
+    )
 
 
 def test_out():

@@ -2,6 +2,7 @@
 // StableHLO has no eigensolver, so this is LAPACK geev's algorithm written out, in complex
 // arithmetic for every input (a real matrix is converted first; its eigenvalues are complex
 // anyway):
+//   0. scaling of a matrix whose largest element is tiny or huge (zgeev's zlascl step);
 //   1. Householder reduction to upper Hessenberg form H = Q^H A Q (zgehrd + zunghr);
 //   2. single-shift QR iterations on H (zlahqr): Wilkinson shifts, a bulge chased down by Givens
 //      rotations, deflation of negligible subdiagonal entries, exceptional shifts after 10 and
@@ -90,14 +91,14 @@ Value mm(Builder& b, const Value& x, const Value& y) {
 }
 
 struct Limits {
-  double ulp, smlnum;
+  double ulp, safmin, smlnum;
 };
 Limits limits_of(DType real, int64_t n) {
   bool f64 = real == DType::F64;
   double eps = f64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
   double tiny = f64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
   // zlahqr's smlnum = safmin * (n / ulp): below this a subdiagonal entry is negligible outright.
-  return {eps, tiny * (static_cast<double>(n) / eps)};
+  return {eps, tiny, tiny * (static_cast<double>(n) / eps)};
 }
 
 // ---- 1. Hessenberg reduction --------------------------------------------------------------
@@ -130,16 +131,17 @@ std::pair<Value, Value> hessenberg(Builder& b, const Value& a, bool want_z) {
     Value abs_a = cabs(rb, alpha);
     Value norm = hlo::unary(rb, "stablehlo.sqrt", hlo::add(rb, hlo::mul(rb, abs_a, abs_a), tail2));
     // v = x + e^{i arg alpha} ||x|| e_1, so v's leading entry cannot cancel.
-    Value phase = hlo::select(rb, hlo::compare(rb, abs_a, zero, "GT"),
-                              hlo::div(rb, alpha, to_complex(rb, hlo::select(rb, hlo::compare(rb, abs_a, zero, "GT"),
-                                                                             abs_a, one))),
-                              hlo::full(rb, alpha.type, 1));
+    Value phase = hlo::select(
+        rb, hlo::compare(rb, abs_a, zero, "GT"),
+        hlo::div(rb, alpha, to_complex(rb, hlo::select(rb, hlo::compare(rb, abs_a, zero, "GT"), abs_a, one))),
+        hlo::full(rb, alpha.type, 1));
     Value lead = hlo::add(rb, alpha, hlo::mul(rb, phase, to_complex(rb, norm)));
     Value v = hlo::select(rb, at, bcast(rb, lead, {n}), x);
     // Nothing to zero below the subdiagonal: no reflection (tau = 0).
     Value skip = hlo::compare(rb, tail2, zero, "EQ");
     Value vv = hlo::add(rb, abs2(rb, lead), tail2);
-    Value tau = hlo::select(rb, skip, zero, hlo::div(rb, hlo::full(rb, r0, 2), hlo::select(rb, skip, one, vv)));
+    Value tau =
+        hlo::select(rb, skip, zero, hlo::div(rb, hlo::full(rb, r0, 2), hlo::select(rb, skip, one, vv)));
     Value tv = hlo::mul(rb, v, bcast(rb, to_complex(rb, tau), {n}));  // tau v
     Value vc = as_col(rb, v), tvc = as_col(rb, tv);
     // H <- H - tau v (v^H H); H <- H - (H v) (tau v)^H; Z <- Z - (Z v) (tau v)^H.
@@ -164,7 +166,8 @@ std::pair<Value, Value> hessenberg(Builder& b, const Value& a, bool want_z) {
 // formulation, scaled against overflow).
 Value wilkinson_shift(Builder& b, const Value& h, const Value& hi) {
   Value him1 = hlo::sub(b, hi, i64(b, 1));
-  Value a = elem(b, h, him1, him1), bb = elem(b, h, him1, hi), c = elem(b, h, hi, him1), d = elem(b, h, hi, hi);
+  Value a = elem(b, h, him1, him1), bb = elem(b, h, him1, hi), c = elem(b, h, hi, him1),
+        d = elem(b, h, hi, hi);
   Type rt = hlo::with_dtype(a.type, ir::real_type(a.dtype()));
   Value zero = hlo::full(b, rt, 0), one = hlo::full(b, rt, 1);
   Value u = hlo::mul(b, hlo::unary(b, "stablehlo.sqrt", bb), hlo::unary(b, "stablehlo.sqrt", c));
@@ -174,7 +177,8 @@ Value wilkinson_shift(Builder& b, const Value& h, const Value& hi) {
   Value s = hlo::max(b, su, sx);
   Value ss = to_complex(b, hlo::select(b, hlo::compare(b, s, zero, "GT"), s, one));
   Value xs = hlo::div(b, x, ss), us = hlo::div(b, u, ss);
-  Value y = hlo::mul(b, ss, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, hlo::mul(b, xs, xs), hlo::mul(b, us, us))));
+  Value y =
+      hlo::mul(b, ss, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, hlo::mul(b, xs, xs), hlo::mul(b, us, us))));
   // Choose the root's sign so x + y does not cancel.
   Value align = hlo::add(b, hlo::mul(b, re(b, x), re(b, y)), hlo::mul(b, im(b, x), im(b, y)));
   y = hlo::select(b, hlo::compare(b, align, zero, "LT"), hlo::neg(b, y), y);
@@ -193,13 +197,15 @@ std::pair<Value, Value> givens(Builder& b, const Value& x, const Value& y) {
   Value m = hlo::max(b, ax, ay);
   Value ms = hlo::select(b, hlo::compare(b, m, zero, "GT"), m, one);
   Value px = hlo::div(b, ax, ms), py = hlo::div(b, ay, ms);
-  Value r = hlo::mul(b, ms, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, hlo::mul(b, px, px), hlo::mul(b, py, py))));
+  Value r =
+      hlo::mul(b, ms, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, hlo::mul(b, px, px), hlo::mul(b, py, py))));
   Value rs = hlo::select(b, hlo::compare(b, r, zero, "GT"), r, one);
   Value c = hlo::select(b, hlo::compare(b, r, zero, "GT"), hlo::div(b, ax, rs), one);
   // s = (x / |x|) conj(y) / r; with x = 0 the phase is 1.
-  Value phase = hlo::select(b, hlo::compare(b, ax, zero, "GT"),
-                            hlo::div(b, x, to_complex(b, hlo::select(b, hlo::compare(b, ax, zero, "GT"), ax, one))),
-                            hlo::full(b, x.type, 1));
+  Value phase =
+      hlo::select(b, hlo::compare(b, ax, zero, "GT"),
+                  hlo::div(b, x, to_complex(b, hlo::select(b, hlo::compare(b, ax, zero, "GT"), ax, one))),
+                  hlo::full(b, x.type, 1));
   Value s = hlo::div(b, hlo::mul(b, phase, conj(b, y)), to_complex(b, rs));
   return {to_complex(b, c), s};
 }
@@ -265,45 +271,47 @@ std::vector<Value> schur(Builder& b, const Value& h0, const Value& z0, bool want
                          return {land(rb, hlo::compare(rb, s[2], i64(rb, 0), "GT"),
                                       hlo::compare(rb, s[4], i64(rb, cap), "LT"))};
                        }};
-  Builder::Region step{types, [n, lim, want_z](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
-    Value h = s[0], z = s[1], hi = s[2], its = s[3], total = s[4];
-    Type rt{ir::real_type(h.dtype()), {n - 1}};
-    // Negligible subdiagonal entries (zlahqr's test against the neighbouring diagonal).
-    Value d = diag(rb, h);
-    Value sub = cabs1(rb, subdiag(rb, h));
-    Value dc = cabs1(rb, d);
-    Value tst = hlo::add(rb, hlo::slice(rb, dc, {0}, {n - 1}), hlo::slice(rb, dc, {1}, {n}));
-    Value bound = hlo::max(rb, hlo::mul(rb, hlo::full(rb, rt, lim.ulp), tst), hlo::full(rb, rt, lim.smlnum));
-    Value negl = hlo::compare(rb, sub, bound, "LE");
-    // lo: the top of the unreduced block ending at hi.
-    Type it{DType::I64, {n - 1}};
-    Value kk = hlo::add(rb, hlo::iota(rb, it, 0), hlo::full(rb, it, 1));
-    Value cand = hlo::select(rb, land(rb, negl, hlo::compare(rb, kk, bcast(rb, hi, {n - 1}), "LE")), kk,
-                             hlo::full(rb, it, 0));
-    Value lo = reduce::max(rb, cand, {0});
-    Value zero_c = hlo::full(rb, Type{h.dtype(), {}}, 0);
-    Value lo_m1 = hlo::max(rb, hlo::sub(rb, lo, i64(rb, 1)), i64(rb, 0));
-    Value split = hlo::compare(rb, lo, i64(rb, 0), "GT");
-    h = set_elem(rb, h, hlo::select(rb, split, zero_c, elem(rb, h, lo, lo_m1)), lo, lo_m1);
-    Value done = hlo::compare(rb, lo, hi, "EQ");
-    // Shift: Wilkinson's, or an exceptional one after 10 / 20 sweeps without a deflation.
-    Value mu = wilkinson_shift(rb, h, hi);
-    Value lo1 = hlo::min(rb, hlo::add(rb, lo, i64(rb, 1)), hi);
-    Value him1 = hlo::max(rb, hlo::sub(rb, hi, i64(rb, 1)), i64(rb, 0));
-    Value three4 = hlo::full(rb, Type{rt.dtype, {}}, 0.75);
-    Value ex10 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, lo1, lo)))),
-                          elem(rb, h, lo, lo));
-    Value ex20 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, hi, him1)))),
-                          elem(rb, h, hi, hi));
-    mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 10), "EQ"), ex10, mu);
-    mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 20), "EQ"), ex20, mu);
-    // A deflated 1x1 block gives a sweep of length hi - lo = 0.
-    std::vector<Value> swept = qr_sweep(rb, h, z, lo, hi, mu, want_z);
-    Value one = i64(rb, 1);
-    Value new_hi = hlo::select(rb, done, hlo::sub(rb, hi, one), hi);
-    Value new_its = hlo::select(rb, done, i64(rb, 0), hlo::add(rb, its, one));
-    return {swept[0], swept[1], new_hi, new_its, hlo::add(rb, total, one)};
-  }};
+  Builder::Region step{
+      types, [n, lim, want_z](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
+        Value h = s[0], z = s[1], hi = s[2], its = s[3], total = s[4];
+        Type rt{ir::real_type(h.dtype()), {n - 1}};
+        // Negligible subdiagonal entries (zlahqr's test against the neighbouring diagonal).
+        Value d = diag(rb, h);
+        Value sub = cabs1(rb, subdiag(rb, h));
+        Value dc = cabs1(rb, d);
+        Value tst = hlo::add(rb, hlo::slice(rb, dc, {0}, {n - 1}), hlo::slice(rb, dc, {1}, {n}));
+        Value bound =
+            hlo::max(rb, hlo::mul(rb, hlo::full(rb, rt, lim.ulp), tst), hlo::full(rb, rt, lim.smlnum));
+        Value negl = hlo::compare(rb, sub, bound, "LE");
+        // lo: the top of the unreduced block ending at hi.
+        Type it{DType::I64, {n - 1}};
+        Value kk = hlo::add(rb, hlo::iota(rb, it, 0), hlo::full(rb, it, 1));
+        Value cand = hlo::select(rb, land(rb, negl, hlo::compare(rb, kk, bcast(rb, hi, {n - 1}), "LE")), kk,
+                                 hlo::full(rb, it, 0));
+        Value lo = reduce::max(rb, cand, {0});
+        Value zero_c = hlo::full(rb, Type{h.dtype(), {}}, 0);
+        Value lo_m1 = hlo::max(rb, hlo::sub(rb, lo, i64(rb, 1)), i64(rb, 0));
+        Value split = hlo::compare(rb, lo, i64(rb, 0), "GT");
+        h = set_elem(rb, h, hlo::select(rb, split, zero_c, elem(rb, h, lo, lo_m1)), lo, lo_m1);
+        Value done = hlo::compare(rb, lo, hi, "EQ");
+        // Shift: Wilkinson's, or an exceptional one after 10 / 20 sweeps without a deflation.
+        Value mu = wilkinson_shift(rb, h, hi);
+        Value lo1 = hlo::min(rb, hlo::add(rb, lo, i64(rb, 1)), hi);
+        Value him1 = hlo::max(rb, hlo::sub(rb, hi, i64(rb, 1)), i64(rb, 0));
+        Value three4 = hlo::full(rb, Type{rt.dtype, {}}, 0.75);
+        Value ex10 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, lo1, lo)))),
+                              elem(rb, h, lo, lo));
+        Value ex20 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, hi, him1)))),
+                              elem(rb, h, hi, hi));
+        mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 10), "EQ"), ex10, mu);
+        mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 20), "EQ"), ex20, mu);
+        // A deflated 1x1 block gives a sweep of length hi - lo = 0.
+        std::vector<Value> swept = qr_sweep(rb, h, z, lo, hi, mu, want_z);
+        Value one = i64(rb, 1);
+        Value new_hi = hlo::select(rb, done, hlo::sub(rb, hi, one), hi);
+        Value new_its = hlo::select(rb, done, i64(rb, 0), hlo::add(rb, its, one));
+        return {swept[0], swept[1], new_hi, new_its, hlo::add(rb, total, one)};
+      }};
   std::vector<Value> out = b.op_with_regions("stablehlo.while", init, types, "", {cond, step});
   return {linalg::triu(b, out[0]), out[1], hlo::compare(b, out[2], i64(b, 0), "EQ")};
 }
@@ -330,7 +338,8 @@ Value triangular_eigenvectors(Builder& b, const Value& t) {
     Value lam = diag(rb, t);
     Value den = hlo::sub(rb, bcast(rb, elem(rb, t, i, i), {n}), lam);
     // ztrevc: a divisor below smin = max(ulp |lambda_k|, smlnum) is replaced by smin.
-    Value smin = hlo::max(rb, hlo::mul(rb, hlo::full(rb, rt, lim.ulp), cabs1(rb, lam)), hlo::full(rb, rt, lim.smlnum));
+    Value smin =
+        hlo::max(rb, hlo::mul(rb, hlo::full(rb, rt, lim.ulp), cabs1(rb, lam)), hlo::full(rb, rt, lim.smlnum));
     den = hlo::select(rb, hlo::compare(rb, cabs1(rb, den), smin, "LT"), to_complex(rb, smin), den);
     Value old = hlo::reshape(rb, hlo::dynamic_slice(rb, x, {i, i64(rb, 0)}, {1, n}), {n});
     Value row = hlo::select(rb, right, hlo::neg(rb, hlo::div(rb, num, den)), old);
@@ -381,6 +390,23 @@ void check_dtype(const Value& a, const char* op) {
                                 "'");
 }
 
+// The factor that brings max |m_ij| into [lo, 1 / lo], lo = sqrt(safmin) / ulp (1 inside it, or
+// for a zero matrix).
+Value balance_scale(Builder& b, const Value& m) {
+  DType rt = ir::real_type(m.dtype());
+  Limits lim = limits_of(rt, 1);
+  double lo = std::sqrt(lim.safmin) / lim.ulp, hi = 1 / lo;
+  Value anrm = reduce::max(b, cabs(b, m), {0, 1});
+  Type t = anrm.type;
+  Value one = hlo::full(b, t, 1);
+  Value small = land(b, hlo::compare(b, anrm, hlo::full(b, t, 0), "GT"),
+                     hlo::compare(b, anrm, hlo::full(b, t, lo), "LT"));
+  Value big = hlo::compare(b, anrm, hlo::full(b, t, hi), "GT");
+  Value safe = hlo::select(b, hlo::binary(b, "stablehlo.or", small, big), anrm, one);
+  Value f = hlo::div(b, hlo::select(b, small, hlo::full(b, t, lo), hlo::full(b, t, hi)), safe);
+  return hlo::select(b, hlo::binary(b, "stablehlo.or", small, big), f, one);
+}
+
 // 0-d i1: every element of a is finite.
 Value all_finite(Builder& b, const Value& a) {
   auto finite = [&b](const Value& x) {
@@ -418,6 +444,10 @@ std::vector<Value> eig(Ctx& c, const Type& vals_t, const Type* vecs_t, const cha
     Value flat = s[0], vals = s[1], vecs = s[2], ok = s[3];
     Value zero = i64(rb, 0);
     Value m = hlo::reshape(rb, hlo::dynamic_slice(rb, flat, {k, zero, zero}, {1, n, n}), {n, n});
+    // As zgeev does, bring the largest element into [sqrt(safmin) / ulp, its reciprocal] first:
+    // otherwise every subdiagonal entry of a tiny matrix would look negligible (below smlnum).
+    Value scale = balance_scale(rb, m);
+    m = hlo::mul(rb, m, bcast(rb, to_complex(rb, scale), {n, n}));
     Value t = m, z;
     if (n > 1) {
       auto [h, z0] = hessenberg(rb, m, want_v);
@@ -426,7 +456,8 @@ std::vector<Value> eig(Ctx& c, const Type& vals_t, const Type* vecs_t, const cha
       z = sch[1];
       ok = land(rb, ok, sch[2]);
     }
-    vals = hlo::dynamic_update_slice(rb, vals, hlo::reshape(rb, diag(rb, t), {1, n}), {k, zero});
+    Value lam = hlo::div(rb, diag(rb, t), bcast(rb, to_complex(rb, scale), {n}));
+    vals = hlo::dynamic_update_slice(rb, vals, hlo::reshape(rb, lam, {1, n}), {k, zero});
     if (want_v) {
       Value x = triangular_eigenvectors(rb, t);
       Value v = normalize_columns(rb, n > 1 ? mm(rb, z, x) : x);
@@ -439,8 +470,9 @@ std::vector<Value> eig(Ctx& c, const Type& vals_t, const Type* vecs_t, const cha
   Value ok = out[3];
   // eigvals of a non-finite matrix are NaN on the CPU (LAPACK gives up), not an error.
   if (!want_v) ok = hlo::binary(b, "stablehlo.or", ok, hlo::logical_not(b, all_finite(b, a)));
-  c.require(ok, api + ": The algorithm failed to converge because the input matrix is ill-conditioned or has "
-                      "too many repeated eigenvalues.");
+  c.require(ok, api +
+                    ": The algorithm failed to converge because the input matrix is ill-conditioned or has "
+                    "too many repeated eigenvalues.");
   if (!want_v) {
     Value nan = hlo::full(b, out[1].type, std::numeric_limits<double>::quiet_NaN());
     out[1] = hlo::select(b, bcast(b, all_finite(b, a), out[1].shape()), out[1], nan);
@@ -455,7 +487,8 @@ std::vector<Value> lower_linalg_eig(Ctx& c) {
   check_dtype(c.tensor(0), "linalg_eig");
   // As on the CPU (whose LAPACK would loop forever), eig refuses non-finite input.
   if (c.tensor(0).type.numel() > 0)
-    c.require(all_finite(c.b, c.tensor(0)), "torch.linalg.eig: input tensor should not contain infs or NaNs.");
+    c.require(all_finite(c.b, c.tensor(0)),
+              "torch.linalg.eig: input tensor should not contain infs or NaNs.");
   return eig(c, c.out(0), &c.out(1), "linalg_eig");
 }
 
