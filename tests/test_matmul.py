@@ -80,6 +80,18 @@ def test_mv_dot_vdot():
     check_op(torch.dot, c, d)
 
 
+def test_conjugate_and_negative_views_as_inputs():
+    # ATen passes conjugate views to mm/bmm/addmm/dot with the bit set (CPU's BLAS reads it).
+    a, b = torch.randn(3, 4, dtype=torch.complex64), torch.randn(4, 5, dtype=torch.complex64)
+    s = torch.randn(3, 5, dtype=torch.complex64)
+    check_op(lambda x, y: x.conj() @ y, a, b)
+    check_op(lambda x, y: torch.mm(x, y.conj()), a, b)
+    check_op(lambda z, x, y: torch.addmm(z.conj(), x.conj(), y), s, a, b)
+    check_op(lambda x, y: torch.bmm(x.conj(), y), a[None], b[None])
+    check_op(lambda x, y: torch.dot(x.conj(), y), a[0], b[:, 0])
+    check_op(lambda x, y: x._neg_view() @ y.conj(), a, b)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 1)])
 def test_addmm(dtype, beta, alpha):

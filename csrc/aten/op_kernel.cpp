@@ -424,6 +424,32 @@ bool takes_static_mask(const OpBinding& bind) {
   return n == "aten::index_put" || n == "aten::_index_put_impl" || n == "aten::_unsafe_index_put";
 }
 
+// Conjugate and negative views reach this kernel with their bits still set only for the ops
+// ATen lets through to backends that read the bits themselves (mm, bmm, addmm, dot, ... for
+// BLAS). Lowerings read stored values, so such an input is materialized first; a written one
+// cannot be.
+at::Tensor resolved(const at::Tensor& t, bool written, const std::string& op) {
+  if (!t.defined() || !(t.is_conj() || t.is_neg())) return t;
+  TORCH_CHECK_NOT_IMPLEMENTED(!written, "torch_tpu: ", op,
+                              " cannot write into a conjugate or negative view; call resolve_conj() / "
+                              "resolve_neg() on it first");
+  return t.resolve_conj().resolve_neg();
+}
+
+void resolve_lazy_bits(torch::jit::Stack::iterator args_begin, const std::vector<c10::Argument>& schema_args,
+                       const std::string& op) {
+  for (size_t i = 0; i < schema_args.size(); ++i) {
+    c10::IValue& v = *(args_begin + i);
+    const bool written = schema_args[i].alias_info() && schema_args[i].alias_info()->isWrite();
+    if (v.isTensor()) {
+      v = resolved(v.toTensor(), written, op);
+    } else if (v.isTensorList()) {
+      auto list = v.toTensorList();
+      for (size_t k = 0; k < list.size(); ++k) list.set(k, resolved(list.get(k), written, op));
+    }
+  }
+}
+
 void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const OpBinding& bind = binding_of(op);
   if (bind.variant == Variant::Out) return run_out_variant(op, bind, stack);
@@ -431,6 +457,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema_args = op.schema().arguments();
   const size_t n = schema_args.size();
   auto args_begin = stack->end() - n;
+  resolve_lazy_bits(args_begin, schema_args, bind.name);
   // Boolean masks in index lists (x[mask], x[mask] = v) become long indices: a host sync for
   // their size, then the integer-index lowering.
   // Writes through a single mask (x[mask] = v) stay static: the index_put lowerings take the

@@ -41,9 +41,10 @@ void raise_out_of_memory(const runtime::OutOfMemory& e) {
   auto [free, total] = allocator->getMemoryInfo(static_cast<c10::DeviceIndex>(device));
   const runtime::MemoryStats stats = runtime::memory_stats();
   std::string requested = e.requested_bytes() > 0 ? format_size(e.requested_bytes()) : "an unknown size";
-  TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory. Tried to allocate ", requested, ". tpu:", device,
-                   " has a total capacity of ", format_size(total), " of which ", format_size(free),
-                   " is free. Of the allocated memory ", format_size(stats.allocated_bytes),
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory. Tried to allocate ", requested,
+                   ". tpu:", device, " has a total capacity of ", format_size(total), " of which ",
+                   format_size(free), " is free. Of the allocated memory ",
+                   format_size(stats.allocated_bytes),
                    " is allocated by PyTorch (live tpu tensors; nothing is cached, so freeing tensors "
                    "returns their memory at once). Runtime: ",
                    e.what());
