@@ -10,7 +10,14 @@
 
 namespace tpu::aten {
 
+// CPU has no float8 kernel for these (lowering/float8.h).
+static void check_not_float8(const at::Tensor& self, const char* op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!ir::is_float8(to_ir(self.scalar_type())), "\"", op, "\" not implemented for '",
+                              self.scalar_type(), "'");
+}
+
 at::Tensor nonzero_kernel(const at::Tensor& self) {
+  check_not_float8(self, "nonzero");
   c10::DeviceIndex device = self.device().index();
   at::Tensor count_t =
       run_internal("torch_tpu::count_nonzero", {self}, {}, {ir::Type{ir::DType::I64, {}}}, device)[0];
@@ -113,6 +120,7 @@ at::Tensor bincount_kernel(const at::Tensor& self, const std::optional<at::Tenso
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_runs(const at::Tensor& self, bool consecutive,
                                                            std::optional<int64_t> dim, bool return_inverse,
                                                            bool return_counts) {
+  check_not_float8(self, consecutive ? "unique_consecutive" : "unique");
   c10::DeviceIndex device = self.device().index();
   at::Tensor rows;
   if (dim) {

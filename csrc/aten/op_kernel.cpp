@@ -17,6 +17,7 @@
 #include "exec/device_context.h"
 #include "exec/executor.h"
 #include "exec/metrics.h"
+#include "lowering/float8.h"
 
 namespace tpu::aten {
 
@@ -357,6 +358,32 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
   return plan;
 }
 
+// float8 tensors reach only the ops PyTorch's CPU kernels compute on them (lowering/float8.h);
+// any other raises CPU's NotImplementedError for the dtype, at the call, before compiling.
+void check_float8(const OpBinding& bind, const exec::OpCall& call, const exec::OutputPlan& plan) {
+  std::vector<ir::DType> inputs;
+  for (const exec::TensorView& v : call.views) inputs.push_back(v.dtype);
+  std::optional<ir::DType> f8;
+  for (ir::DType t : inputs)
+    if (!f8 && ir::is_float8(t)) f8 = t;
+  for (const ir::Type& t : plan.result_types)
+    if (!f8 && ir::is_float8(t.dtype)) f8 = t.dtype;
+  if (!f8) return;
+  using lowering::float8::Support;
+  const Support support = lowering::float8::support(bind.lowering->name);
+  bool scalar_operand = false;
+  for (const exec::ArgSpec& a : call.args) scalar_operand |= a.scalar >= 0;
+  // CPU's mul has no float8 kernel for a Python-number operand ("mul_cpu_reduced_float").
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      support != Support::None && !(bind.lowering->name == "aten::mul.Tensor" && scalar_operand), "\"",
+      bind.name, "\" not implemented for '", ir::torch_name(*f8), "'");
+  if (support == Support::Widened)
+    for (ir::DType t : inputs)
+      TORCH_CHECK(!ir::is_floating(t) || t == *f8,
+                  "Promotion for Float8 Types is not supported, attempted to promote ", ir::torch_name(*f8),
+                  " and ", ir::torch_name(t));
+}
+
 // --- the kernel ---------------------------------------------------------------------------
 
 void run_out_variant(const c10::OperatorHandle& op, const OpBinding& bind, torch::jit::Stack* stack) {
@@ -502,7 +529,12 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   std::string key = u.call.key();
   exec::CompiledOpPtr compiled = exec::find_or_compile(
-      u.call, key, [&] { return plan_outputs(op, bind, std::vector<c10::IValue>(args_begin, stack->end())); },
+      u.call, key,
+      [&] {
+        exec::OutputPlan plan = plan_outputs(op, bind, std::vector<c10::IValue>(args_begin, stack->end()));
+        check_float8(bind, u.call, plan);
+        return plan;
+      },
       !fused_mode());
   if (u.call.random) {
     at::Generator gen = u.generator ? *u.generator : default_generator(u.device);

@@ -45,6 +45,16 @@ ir::DType to_ir(c10::ScalarType t) {
       return DType::C64;
     case c10::kComplexDouble:
       return DType::C128;
+    case c10::kFloat8_e4m3fn:
+      return DType::F8E4M3FN;
+    case c10::kFloat8_e5m2:
+      return DType::F8E5M2;
+    case c10::kFloat8_e4m3fnuz:
+      return DType::F8E4M3FNUZ;
+    case c10::kFloat8_e5m2fnuz:
+      return DType::F8E5M2FNUZ;
+    case c10::kFloat8_e8m0fnu:
+      return DType::F8E8M0FNU;
     case c10::kComplexHalf:
       TORCH_CHECK_NOT_IMPLEMENTED(false,
                                   "torch_tpu stores ComplexHalf tensors but computes only copies, "
@@ -87,6 +97,16 @@ c10::ScalarType to_torch(ir::DType t) {
       return c10::kComplexFloat;
     case DType::C128:
       return c10::kComplexDouble;
+    case DType::F8E4M3FN:
+      return c10::kFloat8_e4m3fn;
+    case DType::F8E5M2:
+      return c10::kFloat8_e5m2;
+    case DType::F8E4M3FNUZ:
+      return c10::kFloat8_e4m3fnuz;
+    case DType::F8E5M2FNUZ:
+      return c10::kFloat8_e5m2fnuz;
+    case DType::F8E8M0FNU:
+      return c10::kFloat8_e8m0fnu;
   }
   return c10::kFloat;
 }

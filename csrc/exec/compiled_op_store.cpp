@@ -72,7 +72,7 @@ class Reader {
   }
   ir::DType dtype() {
     uint8_t d = pod<uint8_t>();
-    if (d > static_cast<uint8_t>(ir::DType::U64))
+    if (d > static_cast<uint8_t>(ir::kLastDType))
       throw std::runtime_error("malformed compiled op entry (dtype " + std::to_string(d) + ")");
     return static_cast<ir::DType>(d);
   }

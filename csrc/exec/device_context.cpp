@@ -125,6 +125,16 @@ PJRT_Buffer_Type pjrt_type(ir::DType dtype) {
       return PJRT_Buffer_Type_C64;
     case DType::C128:
       return PJRT_Buffer_Type_C128;
+    case DType::F8E4M3FN:
+      return PJRT_Buffer_Type_F8E4M3FN;
+    case DType::F8E5M2:
+      return PJRT_Buffer_Type_F8E5M2;
+    case DType::F8E4M3FNUZ:
+      return PJRT_Buffer_Type_F8E4M3FNUZ;
+    case DType::F8E5M2FNUZ:
+      return PJRT_Buffer_Type_F8E5M2FNUZ;
+    case DType::F8E8M0FNU:
+      return PJRT_Buffer_Type_F8E8M0FNU;
   }
   return PJRT_Buffer_Type_INVALID;
 }

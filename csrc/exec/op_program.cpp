@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "lowering/float8.h"
 #include "lowering/hlo.h"
 
 namespace tpu::exec {
@@ -82,7 +83,7 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
   if (all_empty) {
     for (const ir::Type& t : plan.result_types) results.push_back(hlo::full(b, t, 0));
   } else {
-    results = call.lowering->fn(ctx);
+    results = lowering::float8::lower(*call.lowering, ctx);
   }
   if (results.size() != plan.result_types.size())
     throw std::runtime_error("torch_tpu internal error: lowering of " + call.op_name + " returned " +

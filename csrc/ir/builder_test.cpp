@@ -98,6 +98,11 @@ TEST(IrDType, ItemsizeNamesAndCategories) {
       {DType::F64, 8, "f64", true, false, false, false},
       {DType::C64, 8, "complex<f32>", false, true, false, false},
       {DType::C128, 16, "complex<f64>", false, true, false, false},
+      {DType::F8E4M3FN, 1, "f8E4M3FN", true, false, false, false},
+      {DType::F8E5M2, 1, "f8E5M2", true, false, false, false},
+      {DType::F8E4M3FNUZ, 1, "f8E4M3FNUZ", true, false, false, false},
+      {DType::F8E5M2FNUZ, 1, "f8E5M2FNUZ", true, false, false, false},
+      {DType::F8E8M0FNU, 1, "f8E8M0FNU", true, false, false, false},
   };
   for (const Row& r : rows) {
     CHECK_EQ(tpu::ir::itemsize(r.t), r.size);

@@ -3,7 +3,11 @@
 namespace tpu::ir {
 
 bool is_floating(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64 || is_float8(t);
+}
+bool is_float8(DType t) {
+  return t == DType::F8E4M3FN || t == DType::F8E5M2 || t == DType::F8E4M3FNUZ || t == DType::F8E5M2FNUZ ||
+         t == DType::F8E8M0FNU;
 }
 bool is_complex(DType t) { return t == DType::C64 || t == DType::C128; }
 bool is_integral(DType t) { return !is_floating(t) && !is_complex(t) && t != DType::Bool; }
@@ -16,6 +20,11 @@ int itemsize(DType t) {
     case DType::Bool:
     case DType::U8:
     case DType::I8:
+    case DType::F8E4M3FN:
+    case DType::F8E5M2:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ:
+    case DType::F8E8M0FNU:
       return 1;
     case DType::I16:
     case DType::U16:
@@ -69,6 +78,16 @@ const char* mlir_name(DType t) {
       return "complex<f32>";
     case DType::C128:
       return "complex<f64>";
+    case DType::F8E4M3FN:
+      return "f8E4M3FN";
+    case DType::F8E5M2:
+      return "f8E5M2";
+    case DType::F8E4M3FNUZ:
+      return "f8E4M3FNUZ";
+    case DType::F8E5M2FNUZ:
+      return "f8E5M2FNUZ";
+    case DType::F8E8M0FNU:
+      return "f8E8M0FNU";
   }
   return "?";
 }
@@ -105,6 +124,16 @@ const char* torch_name(DType t) {
       return "ComplexFloat";
     case DType::C128:
       return "ComplexDouble";
+    case DType::F8E4M3FN:
+      return "Float8_e4m3fn";
+    case DType::F8E5M2:
+      return "Float8_e5m2";
+    case DType::F8E4M3FNUZ:
+      return "Float8_e4m3fnuz";
+    case DType::F8E5M2FNUZ:
+      return "Float8_e5m2fnuz";
+    case DType::F8E8M0FNU:
+      return "Float8_e8m0fnu";
   }
   return "?";
 }

@@ -1,5 +1,7 @@
 #include "lowering/hlo.h"
 
+#include "lowering/float8.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +45,8 @@ Value constant(Builder& b, DType dtype, double v) {
     Value im = constant(b, ir::real_type(dtype), 0);
     return b.op1("stablehlo.complex", {re, im}, scalar_type(dtype));
   }
+  // A float8 literal would be rounded by the MLIR parser, not as c10 rounds a Scalar.
+  if (ir::is_float8(dtype)) return convert(b, constant(b, DType::F64, v), dtype);
   if (!std::isfinite(v)) {
     // Non-finite literals need the hex form; spell them in f64 and convert.
     uint64_t bits;
@@ -87,6 +91,8 @@ Value convert(Builder& b, const Value& v, DType dtype) {
     Value re = b.op1("stablehlo.real", {v}, with_dtype(v.type, ir::real_type(v.dtype())));
     return convert(b, re, dtype);
   }
+  // float8 conversions round as c10's do, not as XLA's (lowering/float8.h).
+  if (ir::is_float8(v.dtype()) || ir::is_float8(dtype)) return float8::convert(b, v, dtype);
   return b.op1("stablehlo.convert", {v}, with_dtype(v.type, dtype));
 }
 
