@@ -1,6 +1,11 @@
-// Random ops: in-place samplers used by rand/randn/randint/init, bernoulli and dropout.
-#include "lowering/elementwise_util.h"
+// Random ops: in-place samplers used by rand/randn/randint/init, bernoulli and dropout, the
+// torch.normal overloads with tensor parameters, and the continuous/geometric samplers of
+// Tensor.cauchy_, log_normal_ and geometric_ (inverse CDFs of one uniform draw, as CPU's).
+#include <cmath>
+
+#include "lowering/elementwise_ops.h"
 #include "lowering/random_bits.h"
+#include "lowering/reduce_util.h"
 
 namespace tpu::lowering {
 
@@ -11,12 +16,58 @@ using ir::Value;
 
 DType sample_type(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
 
-// normal_(self, mean, std, *, generator)
-std::vector<Value> lower_normal_(Ctx& c) {
+// mean + std * z for arguments mean_i and std_i, in the sample type of the output.
+Value normal_sample(Ctx& c, int mean_i, int std_i) {
   const ir::Type& out = c.out();
   DType st = sample_type(out.dtype);
   Value z = standard_normal(c.b, c.rng_state, out.shape, st);
-  Value v = hlo::add(c.b, hlo::mul(c.b, z, operand(c, 2, st, out.shape)), operand(c, 1, st, out.shape));
+  return hlo::add(c.b, hlo::mul(c.b, z, operand(c, std_i, st, out.shape)), operand(c, mean_i, st, out.shape));
+}
+
+// normal_(self, mean, std, *, generator)
+std::vector<Value> lower_normal_(Ctx& c) {
+  return {hlo::convert(c.b, normal_sample(c, 1, 2), c.out().dtype)};
+}
+
+// normal.Tensor_Tensor(mean, std), normal.Tensor_float(mean, std) and normal.float_Tensor(mean,
+// std): mean + std * z in the broadcast shape. A negative (or NaN) element of a std tensor is
+// CPU's error, checked at run time; a float std was checked by the meta kernel.
+std::vector<Value> lower_normal_tensors(Ctx& c) {
+  if (c.arg(1).kind == Arg::Kind::Tensor) {
+    Value ok = ew::ge(c.b, c.tensor(1), 0);
+    c.require(reduce::min(c.b, ok, reduce::dims_or_all({}, ok.rank())),
+              "normal expects all elements of std >= 0.0");
+  }
+  return {hlo::convert(c.b, normal_sample(c, 0, 1), c.out().dtype)};
+}
+
+// cauchy_(self, median, sigma): median + sigma * tan(pi * (u - 1/2)), u in (0, 1).
+std::vector<Value> lower_cauchy_(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType st = sample_type(out.dtype);
+  Value state = c.rng_state;
+  Value u = next_uniform_open(c.b, state, out.shape, st);
+  Value angle = ew::mul_c(c.b, ew::add_c(c.b, u, -0.5), M_PI);
+  Value v = hlo::add(c.b, operand(c, 1, st, out.shape),
+                     hlo::mul(c.b, operand(c, 2, st, out.shape), hlo::unary(c.b, "stablehlo.tan", angle)));
+  return {hlo::convert(c.b, v, out.dtype)};
+}
+
+// log_normal_(self, mean, std): exp(mean + std * z).
+std::vector<Value> lower_log_normal_(Ctx& c) {
+  return {hlo::convert(c.b, ew::exp(c.b, normal_sample(c, 1, 2)), c.out().dtype)};
+}
+
+// geometric_(self, p): the number of Bernoulli(p) trials up to the first success,
+// ceil(log(u) / log1p(-p)) with u in (0, 1) so the result is >= 1 and finite.
+std::vector<Value> lower_geometric_(Ctx& c) {
+  const ir::Type& out = c.out();
+  DType st = out.dtype == DType::F64 ? DType::F64 : DType::F32;
+  Value state = c.rng_state;
+  Value u = next_uniform_open(c.b, state, out.shape, st);
+  Value p = operand(c, 1, st, out.shape);
+  Value v =
+      hlo::unary(c.b, "stablehlo.ceil", hlo::div(c.b, ew::log(c.b, u), ew::log1p(c.b, hlo::neg(c.b, p))));
   return {hlo::convert(c.b, v, out.dtype)};
 }
 
@@ -118,6 +169,12 @@ std::vector<Value> lower_native_dropout_backward(Ctx& c) {
 }  // namespace
 
 TPU_LOWERING("aten::normal_", lower_normal_);
+TPU_LOWERING("aten::normal.Tensor_Tensor", lower_normal_tensors);
+TPU_LOWERING("aten::normal.Tensor_float", lower_normal_tensors);
+TPU_LOWERING("aten::normal.float_Tensor", lower_normal_tensors);
+TPU_LOWERING("aten::cauchy_", lower_cauchy_);
+TPU_LOWERING("aten::log_normal_", lower_log_normal_);
+TPU_LOWERING("aten::geometric_", lower_geometric_);
 TPU_LOWERING("aten::uniform_", lower_uniform_);
 TPU_LOWERING("aten::exponential_", lower_exponential_);
 TPU_LOWERING("aten::bernoulli_.float", lower_bernoulli_);
