@@ -47,15 +47,17 @@ def assert_counts(counts, probs):
     assert p > P_MIN, p
 
 
-def assert_discrete(sample, pmf, support_max):
-    """Integer-valued sample against a pmf on 0..support_max (the rest lumped in the last bin)."""
+def assert_discrete(sample, dist):
+    """Integer-valued sample against a scipy discrete distribution: one bin per value between
+    the 1e-4 and 1 - 1e-4 quantiles, the tails lumped into one bin each."""
     values = numpy_of(sample)
-    assert np.all(values == np.round(values)) and values.min() >= 0
-    counts = np.bincount(
-        np.minimum(values, support_max + 1).astype(np.int64), minlength=support_max + 2
-    )
-    probs = pmf(np.arange(support_max + 1))
-    assert_counts(counts, np.append(probs, max(0.0, 1.0 - probs.sum())))
+    assert np.all(values == np.round(values))
+    assert values.min() >= dist.support()[0] and values.max() <= dist.support()[1]
+    lo, hi = int(dist.ppf(1e-4)), int(dist.ppf(1 - 1e-4))
+    ks = np.arange(lo, hi + 1)
+    counts = [(values < lo).sum()] + [(values == k).sum() for k in ks] + [(values > hi).sum()]
+    probs = np.concatenate([[dist.cdf(lo - 1)], dist.pmf(ks), [dist.sf(hi)]])
+    assert_counts(counts, probs)
 
 
 def cpu_error(fn):
@@ -292,8 +294,120 @@ def test_geometric(dtype, p):
     assert x.dtype == dtype
     xc = x.cpu()
     assert xc.min() >= 1
-    support = int(stats.geom(p).ppf(0.999))
-    assert_discrete(xc, stats.geom(p).pmf, support)
+    assert_discrete(xc, stats.geom(p))
+
+
+# --- poisson, binomial ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_poisson(dtype):
+    """Both samplers (inversion below rate 10, transformed rejection above) in one call."""
+    torch.manual_seed(0)
+    rates = [0.3, 4.0, 9.9, 10.0, 55.0, 2.5e4]
+    x = torch.poisson(torch.tensor(rates, dtype=dtype, device=TPU).repeat(8000, 1))
+    assert x.dtype == dtype and x.shape == (8000, len(rates))
+    xc = x.cpu()
+    for i, lam in enumerate(rates):
+        assert_discrete(xc[:, i], stats.poisson(lam))
+    assert torch.equal(
+        torch.poisson(torch.zeros(5, dtype=dtype, device=TPU)).cpu(), torch.zeros(5, dtype=dtype)
+    )
+
+
+def test_poisson_reduced_precision_errors_and_seeding():
+    torch.manual_seed(1)
+    x = torch.poisson(torch.full((20000,), 6.0, dtype=torch.bfloat16, device=TPU)).cpu().double()
+    assert abs(x.mean() - 6) < 0.1 and abs(x.var() - 6) < 0.3
+    fn = lambda d: torch.poisson(torch.tensor([1.0, -1.0], device=d))  # noqa: E731
+    assert_runtime_check(fn, cpu_error(fn))
+    rates = torch.tensor([3.0, 300.0], device=TPU).repeat(32)
+    assert_reproducible(lambda g: torch.poisson(rates, generator=g))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_binomial(dtype):
+    """Inversion (n min(p, 1-p) < 10) and BTRS, with and without the p > 1/2 flip, in one call."""
+    torch.manual_seed(0)
+    params = [(5, 0.3), (40, 0.2), (50, 0.9), (100, 0.3), (1000, 0.85), (200000, 0.001)]
+    n = torch.tensor([c for c, _ in params], dtype=dtype, device=TPU).repeat(8000, 1)
+    p = torch.tensor([q for _, q in params], dtype=dtype, device=TPU)
+    x = torch.binomial(n, p.expand(8000, -1))
+    assert x.dtype == dtype and x.shape == (8000, len(params))
+    xc = x.cpu()
+    for i, (count, prob) in enumerate(params):
+        assert_discrete(xc[:, i], stats.binom(count, prob))
+    # Decided without sampling: p = 0, p = 1, count = 0, and NaN p, as CPU gives them.
+    count = torch.tensor([7.0, 7.0, 0.0, 7.0, -3.0], dtype=dtype)
+    prob = torch.tensor([0.0, 1.0, 0.5, math.nan, 0.5], dtype=dtype)
+    assert_same(torch.binomial(count.to(TPU), prob.to(TPU)), torch.binomial(count, prob))
+    assert_reproducible(
+        lambda g: torch.binomial(
+            torch.full((64,), 30.0, device=TPU), torch.full((64,), 0.5, device=TPU), generator=g
+        )
+    )
+
+
+# --- gamma, dirichlet -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_standard_gamma(dtype):
+    """Marsaglia-Tsang, with the U^(1/alpha) boost for alpha < 1, over several alphas at once.
+    (Below alpha ~0.1 a float32 sample is often under the smallest normal float, which CPU
+    clamps to it too; that regime is checked in float64.)"""
+    torch.manual_seed(0)
+    alphas = [0.5, 1.0, 3.7, 250.0] + ([0.02] if dtype == torch.float64 else [])
+    x = torch._standard_gamma(torch.tensor(alphas, dtype=dtype, device=TPU).repeat(8000, 1))
+    assert x.dtype == dtype and x.shape == (8000, len(alphas))
+    xc = x.cpu()
+    for i, a in enumerate(alphas):
+        assert_ks(xc[:, i], stats.gamma(a))
+    # alpha = 0 (and below) give the smallest normal number, as on CPU.
+    a = torch.tensor([0.0, -1.0], dtype=dtype)
+    assert_same(torch._standard_gamma(a.to(TPU)), torch._standard_gamma(a))
+    assert_reproducible(
+        lambda g: torch._standard_gamma(torch.full((64,), 0.7, device=TPU), generator=g)
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_standard_gamma_grad_matches_cpu(dtype):
+    # Points in each of CPU's regimes: x < 0.8 series, alpha > 8 saddle point (near x ~ alpha
+    # and away from it), and the rational fit.
+    alpha = torch.tensor([0.3, 2.0, 0.9, 10.0, 50.0, 50.0, 20.0, 1.5, 7.0, 3.0], dtype=dtype)
+    x = torch.tensor([0.1, 0.5, 0.79, 10.5, 52.0, 30.0, 40.0, 1.2, 9.0, 0.8], dtype=dtype)
+    assert_same(
+        torch._standard_gamma_grad(alpha.to(TPU), x.to(TPU)), torch._standard_gamma_grad(alpha, x)
+    )
+    # Gamma.rsample's backward is that gradient over the rate.
+    torch.manual_seed(2)
+    conc = torch.tensor([0.4, 2.0, 15.0], dtype=dtype, device=TPU).requires_grad_()
+    rate = torch.tensor([2.0, 0.5, 1.0], dtype=dtype, device=TPU)
+    sample = torch.distributions.Gamma(conc, rate).rsample()
+    sample.sum().backward()
+    expected = (
+        torch._standard_gamma_grad(conc.detach().cpu(), (sample * rate).detach().cpu()) / rate.cpu()
+    )
+    assert_same(conc.grad, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_dirichlet(dtype):
+    torch.manual_seed(0)
+    conc = [0.3, 1.0, 4.0, 0.05]
+    x = torch._sample_dirichlet(torch.tensor(conc, dtype=dtype, device=TPU).expand(8000, -1))
+    assert x.dtype == dtype and x.shape == (8000, 4)
+    xc = x.cpu().double()
+    torch.testing.assert_close(xc.sum(1), torch.ones(8000, dtype=torch.float64))
+    total = sum(conc)
+    for i, a in enumerate(conc[:3]):  # marginals are Beta(a_i, total - a_i)
+        assert_ks(xc[:, i], stats.beta(a, total - a))
+    d = torch.distributions.Dirichlet(torch.tensor([2.0, 3.0], dtype=dtype, device=TPU))
+    assert_ks(d.sample((8000,))[:, 0], stats.beta(2.0, 3.0))
+    assert_reproducible(
+        lambda g: torch._sample_dirichlet(torch.ones(16, 3, device=TPU), generator=g)
+    )
 
 
 # --- rrelu ------------------------------------------------------------------------------------

@@ -58,13 +58,15 @@ Value count_at_most(Builder& b, const Value& cdf, const Value& t) {
 }
 
 // Whether any element of the bool `mask` is set.
-Value any(Builder& b, const Value& mask) { return reduce::max(b, mask, reduce::dims_or_all({}, mask.rank())); }
+Value any(Builder& b, const Value& mask) {
+  return reduce::max(b, mask, reduce::dims_or_all({}, mask.rank()));
+}
 
 void check_arguments(const Value& self, int64_t k, bool replacement) {
   DType t = self.dtype();
   if (!ir::is_floating(t))
-    throw std::invalid_argument(std::string("multinomial only supports floating-point dtypes for input, got: ") +
-                                ir::torch_name(t));
+    throw std::invalid_argument(
+        std::string("multinomial only supports floating-point dtypes for input, got: ") + ir::torch_name(t));
   if (k <= 0) throw std::invalid_argument("cannot sample n_sample <= 0 samples");
   const int64_t n = self.shape().empty() ? 1 : self.shape().back();
   if (!replacement && k > n)
@@ -88,7 +90,8 @@ std::vector<Value> lower_multinomial(Ctx& c) {
   if (!replacement || k == 1) {
     c.require(not_(b, any(b, or_(b, not_(b, ge(b, w, 0)), is_inf(b, w)))),
               "probability tensor contains either `inf`, `nan` or element < 0");
-    c.require(not_(b, any(b, eq(b, row_sum, 0))), "invalid multinomial distribution (sum of probabilities <= 0)");
+    c.require(not_(b, any(b, eq(b, row_sum, 0))),
+              "invalid multinomial distribution (sum of probabilities <= 0)");
     Value u = next_uniform_open(b, state, {rows, n}, st);
     Value key = hlo::div(b, log(b, u), w);
     if (k == 1) {
@@ -101,7 +104,8 @@ std::vector<Value> lower_multinomial(Ctx& c) {
               "invalid multinomial distribution (encountering probability entry < 0)");
     c.require(not_(b, any(b, or_(b, is_inf(b, w), is_nan(b, w)))),
               "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
-    c.require(not_(b, any(b, le(b, row_sum, 0))), "invalid multinomial distribution (sum of probabilities <= 0)");
+    c.require(not_(b, any(b, le(b, row_sum, 0))),
+              "invalid multinomial distribution (sum of probabilities <= 0)");
     Value cdf = prefix_sums(b, w);
     Value total = hlo::slice(b, cdf, {0, n - 1}, {rows, n});  // [rows, 1]
     Value u = next_uniform01(b, state, {rows, k}, st);
