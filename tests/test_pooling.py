@@ -392,3 +392,90 @@ def test_unsupported_integer_pooling_is_rejected_like_cpu():
         with pytest.raises(RuntimeError) as tpu_err:
             f(x.to("tpu"), 2)
         assert str(tpu_err.value) == str(cpu_err.value)
+
+
+# --- fractional max pooling ---------------------------------------------------------------
+# Deterministic given `_random_samples`: values, indices and gradients equal CPU's exactly
+# (window starts are computed in the input dtype, as CPU does).
+
+FRACTIONAL_CASES = [
+    # (dims, input shape, kernel, output size)
+    (2, (2, 3, 9, 11), (2, 3), (4, 5)),
+    (2, (3, 10, 10), 3, (8, 7)),  # unbatched, overlapping windows
+    (2, (2, 2, 7, 7), 2, (1, 3)),
+    (3, (2, 3, 6, 7, 8), 2, (3, 4, 5)),
+    (3, (2, 5, 5, 6), (2, 1, 3), (3, 3, 2)),  # unbatched
+]
+
+
+def fractional(dims):
+    return F.fractional_max_pool2d if dims == 2 else F.fractional_max_pool3d
+
+
+@pytest.mark.parametrize(
+    "case, dtype",
+    [(case, torch.float32) for case in FRACTIONAL_CASES]
+    + [
+        (FRACTIONAL_CASES[i], t)
+        for i in (0, 3)
+        for t in (torch.bfloat16, torch.float16, torch.float64)
+    ],
+    ids=str,
+)
+def test_fractional_max_pool_matches_cpu(case, dtype):
+    dims, shape, kernel, out = case
+    x = make(shape, dtype)
+    batch = shape[0] if len(shape) == dims + 2 else 1
+    channels = shape[-dims - 1]
+    samples = torch.rand(batch, channels, dims, generator=torch.Generator().manual_seed(1)).to(
+        dtype
+    )
+
+    def fn(t, s):
+        return fractional(dims)(t, kernel, output_size=out, return_indices=True, _random_samples=s)
+
+    check_op(fn, x, samples, grad=True)
+    # Non-contiguous input, and NaN (the last NaN of a window wins, as CPU scans).
+    xn = x.detach().clone()
+    xn.view(-1)[::7] = NAN
+    check_op(fn, noncontiguous(xn).requires_grad_(), samples, grad=True)
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_fractional_max_pool_draws_its_samples_on_tpu(dims):
+    """Without _random_samples the functional draws them with torch.rand on the input's device:
+    replaying the same seed reproduces the op's windows on CPU."""
+    shape = (2, 3) + (9,) * dims
+    x = make(shape, grad=False)
+    xt = x.to("tpu")
+    torch.manual_seed(3)
+    y, i = fractional(dims)(xt, 2, output_ratio=(0.5,) * dims, return_indices=True)
+    torch.manual_seed(3)
+    samples = torch.rand(2, 3, dims, device="tpu").cpu()
+    yc, ic = fractional(dims)(
+        x, 2, output_ratio=(0.5,) * dims, return_indices=True, _random_samples=samples
+    )
+    assert torch.equal(y.cpu(), yc) and torch.equal(i.cpu(), ic)
+
+
+def test_fractional_max_pool_errors_match_cpu():
+    x = torch.randn(1, 2, 5, 5)
+    for call in (
+        lambda t: F.fractional_max_pool2d(
+            t, 6, output_size=2, _random_samples=torch.rand(1, 2, 2, device=t.device)
+        ),
+        lambda t: F.fractional_max_pool2d(
+            t, 2, output_size=5, _random_samples=torch.rand(1, 2, 2, device=t.device)
+        ),
+        lambda t: F.fractional_max_pool2d(
+            t, 2, output_size=2, _random_samples=torch.rand(1, 3, 2, device=t.device)
+        ),
+    ):
+        with pytest.raises(RuntimeError) as cpu:
+            call(x)
+        with pytest.raises(RuntimeError) as tpu:
+            call(x.to("tpu"))
+        # PyTorch's meta kernel words the size checks a little differently from the CPU kernel
+        # ("kernel height 6 is too large" / "pool height 6 too large"); the numbers agree.
+        numbers = lambda e: re.findall(r"\d+", str(e.value).split("\n")[0])  # noqa: E731
+        assert numbers(tpu) == numbers(cpu), (str(cpu.value), str(tpu.value))

@@ -25,7 +25,8 @@ at::Tensor standard_gamma_grad_meta(const at::Tensor& self, const at::Tensor& /*
 
 // fractional_max_pool3d_backward: the gradient is shaped like the input.
 at::Tensor fractional_max_pool3d_backward_meta(const at::Tensor& /*grad_output*/, const at::Tensor& self,
-                                               at::IntArrayRef /*kernel_size*/, at::IntArrayRef /*output_size*/,
+                                               at::IntArrayRef /*kernel_size*/,
+                                               at::IntArrayRef /*output_size*/,
                                                const at::Tensor& /*indices*/) {
   return at::empty(self.sizes(), self.options());
 }

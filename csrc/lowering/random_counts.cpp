@@ -38,8 +38,8 @@ std::vector<Value> lower_poisson(Ctx& c) {
   Value vr = hlo::sub(b, cst(b, bb, 0.9277), hlo::div(b, cst(b, bb, 3.6224), add_c(b, bb, -2)));
   Value enlam = exp(b, hlo::neg(b, lam));
   auto step = [](Builder& rb, Value& rng, const std::vector<Value>& p, const std::vector<Value>& carry) {
-    const Value &lam = p[0], &small = p[1], &loglam = p[2], &bb = p[3], &a = p[4], &invalpha = p[5], &vr = p[6],
-                &enlam = p[7];
+    const Value &lam = p[0], &small = p[1], &loglam = p[2], &bb = p[3], &a = p[4], &invalpha = p[5],
+                &vr = p[6], &enlam = p[7];
     Value u = next_uniform_open(rb, rng, lam.shape(), DType::F64);
     Value v = next_uniform_open(rb, rng, lam.shape(), DType::F64);
     // Inversion: one more factor of the running product.
@@ -49,12 +49,16 @@ std::vector<Value> lower_poisson(Ctx& c) {
     // PTRS.
     Value uc = add_c(rb, u, -0.5);
     Value us = hlo::sub(rb, cst(rb, uc, 0.5), abs(rb, uc));
-    Value k = floor_(rb, add_c(rb, hlo::add(rb, hlo::mul(rb, hlo::add(rb, hlo::div(rb, mul_c(rb, a, 2), us), bb), uc), lam), 0.43));
+    Value k = floor_(
+        rb,
+        add_c(rb, hlo::add(rb, hlo::mul(rb, hlo::add(rb, hlo::div(rb, mul_c(rb, a, 2), us), bb), uc), lam),
+              0.43));
     Value quick = and_(rb, ge(rb, us, 0.07), hlo::compare(rb, v, vr, "LE"));
     Value reject = or_(rb, lt(rb, k, 0), and_(rb, lt(rb, us, 0.013), hlo::compare(rb, v, us, "GT")));
     Value lhs = hlo::sub(rb, hlo::add(rb, log(rb, v), log(rb, invalpha)),
                          log(rb, hlo::add(rb, hlo::div(rb, a, hlo::mul(rb, us, us)), bb)));
-    Value rhs = hlo::sub(rb, hlo::sub(rb, hlo::mul(rb, k, loglam), lam), special::lgamma(rb, add_c(rb, k, 1)));
+    Value rhs =
+        hlo::sub(rb, hlo::sub(rb, hlo::mul(rb, k, loglam), lam), special::lgamma(rb, add_c(rb, k, 1)));
     Value ptrs_ok = or_(rb, quick, and_(rb, not_(rb, reject), hlo::compare(rb, lhs, rhs, "LE")));
     Value accept = hlo::select(rb, small, not_(rb, more), ptrs_ok);
     Value value = hlo::select(rb, small, count, k);
@@ -62,18 +66,18 @@ std::vector<Value> lower_poisson(Ctx& c) {
   };
   Value done = not_(b, gt(b, lam, 0));  // 0 for rate 0; negative and NaN rates were checked
   Value zero = cst(b, lam, 0);
-  Value k = sample_until_accepted(b, c.rng_state, done, hlo::select(b, eq(b, lam, 0), zero, add_c(b, lam, NAN)),
-                                  {lam, small, loglam, bb, a, invalpha, vr, enlam}, {cst(b, lam, 1), zero}, step);
+  Value k =
+      sample_until_accepted(b, c.rng_state, done, hlo::select(b, eq(b, lam, 0), zero, add_c(b, lam, NAN)),
+                            {lam, small, loglam, bb, a, invalpha, vr, enlam}, {cst(b, lam, 1), zero}, step);
   return {hlo::convert(b, k, out.dtype)};
 }
 
 // Stirling's series tail log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2], from a
 // table below 10 (CPU's values, indexed by the integer part).
 Value stirling_tail(Builder& b, const Value& k) {
-  static const double kTail[] = {0.0810614667953272,  0.0413406959554092,  0.0276779256849983,
-                                 0.02079067210376509, 0.0166446911898211,  0.0138761288230707,
-                                 0.0118967099458917,  0.0104112652619720,  0.00925546218271273,
-                                 0.00833056343336287};
+  static const double kTail[] = {
+      0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509, 0.0166446911898211,
+      0.0138761288230707, 0.0118967099458917, 0.0104112652619720, 0.00925546218271273, 0.00833056343336287};
   Value kp1 = add_c(b, k, 1);
   Value kp1sq = hlo::mul(b, kp1, kp1);
   Value inner = hlo::sub(b, cst(b, k, 1.0 / 360), hlo::div(b, cst(b, k, 1.0 / 1260), kp1sq));
@@ -114,14 +118,19 @@ std::vector<Value> lower_binomial(Ctx& c) {
     // BTRS.
     Value uc = add_c(rb, u, -0.5);
     Value us = hlo::sub(rb, cst(rb, uc, 0.5), abs(rb, uc));
-    Value k = floor_(rb, hlo::add(rb, hlo::mul(rb, hlo::add(rb, hlo::div(rb, mul_c(rb, a, 2), us), bb), uc), cc));
+    Value k =
+        floor_(rb, hlo::add(rb, hlo::mul(rb, hlo::add(rb, hlo::div(rb, mul_c(rb, a, 2), us), bb), uc), cc));
     Value in_range = and_(rb, ge(rb, k, 0), hlo::compare(rb, k, n, "LE"));
     Value quick = and_(rb, ge(rb, us, 0.07), hlo::compare(rb, v, v_r, "LE"));
-    Value lv = log(rb, hlo::div(rb, hlo::mul(rb, v, alpha), hlo::add(rb, hlo::div(rb, a, hlo::mul(rb, us, us)), bb)));
+    Value lv = log(
+        rb, hlo::div(rb, hlo::mul(rb, v, alpha), hlo::add(rb, hlo::div(rb, a, hlo::mul(rb, us, us)), bb)));
     Value nm1 = add_c(rb, hlo::sub(rb, n, m), 1), nk1 = add_c(rb, hlo::sub(rb, n, k), 1);
-    Value bound = hlo::mul(rb, add_c(rb, m, 0.5), log(rb, hlo::div(rb, add_c(rb, m, 1), hlo::mul(rb, r, nm1))));
+    Value bound =
+        hlo::mul(rb, add_c(rb, m, 0.5), log(rb, hlo::div(rb, add_c(rb, m, 1), hlo::mul(rb, r, nm1))));
     bound = hlo::add(rb, bound, hlo::mul(rb, add_c(rb, n, 1), log(rb, hlo::div(rb, nm1, nk1))));
-    bound = hlo::add(rb, bound, hlo::mul(rb, add_c(rb, k, 0.5), log(rb, hlo::div(rb, hlo::mul(rb, r, nk1), add_c(rb, k, 1)))));
+    bound = hlo::add(
+        rb, bound,
+        hlo::mul(rb, add_c(rb, k, 0.5), log(rb, hlo::div(rb, hlo::mul(rb, r, nk1), add_c(rb, k, 1)))));
     bound = hlo::add(rb, bound, hlo::add(rb, stirling_tail(rb, m), stirling_tail(rb, hlo::sub(rb, n, m))));
     bound = hlo::sub(rb, bound, hlo::add(rb, stirling_tail(rb, k), stirling_tail(rb, hlo::sub(rb, n, k))));
     Value btrs_ok = and_(rb, in_range, or_(rb, quick, hlo::compare(rb, lv, bound, "LE")));
@@ -136,8 +145,8 @@ std::vector<Value> lower_binomial(Ctx& c) {
   Value preset = hlo::select(b, zero_case, cst(b, n, 0), hlo::select(b, full_case, n, cst(b, n, NAN)));
   Value done = or_(b, or_(b, zero_case, full_case), nan_case);
   Value zero = cst(b, n, 0);
-  Value k = sample_until_accepted(b, c.rng_state, done, preset, {n, use_btrs, bb, a, cc, v_r, r, alpha, m, logq},
-                                  {zero, zero}, step);
+  Value k = sample_until_accepted(b, c.rng_state, done, preset,
+                                  {n, use_btrs, bb, a, cc, v_r, r, alpha, m, logq}, {zero, zero}, step);
   Value sampled = hlo::select(b, flip, hlo::sub(b, n, k), k);
   return {hlo::convert(b, hlo::select(b, done, preset, sampled), out.dtype)};
 }

@@ -42,8 +42,10 @@ Value log_gamma_sample(Builder& b, const Value& rng_state, const Value& alpha) {
     Value y = add_c(rb, hlo::mul(rb, c, x), 1);
     Value v = hlo::mul(rb, hlo::mul(rb, y, y), y);
     Value xx = hlo::mul(rb, x, x);
-    Value squeeze = hlo::compare(rb, u, hlo::sub(rb, cst(rb, u, 1), mul_c(rb, hlo::mul(rb, xx, xx), 0.0331)), "LT");
-    Value bound = hlo::add(rb, mul_c(rb, xx, 0.5), hlo::mul(rb, d, hlo::add(rb, hlo::sub(rb, cst(rb, v, 1), v), log(rb, v))));
+    Value squeeze =
+        hlo::compare(rb, u, hlo::sub(rb, cst(rb, u, 1), mul_c(rb, hlo::mul(rb, xx, xx), 0.0331)), "LT");
+    Value bound = hlo::add(rb, mul_c(rb, xx, 0.5),
+                           hlo::mul(rb, d, hlo::add(rb, hlo::sub(rb, cst(rb, v, 1), v), log(rb, v))));
     Value ok = and_(rb, gt(rb, y, 0), or_(rb, squeeze, hlo::compare(rb, log(rb, u), bound, "LT")));
     return RejectionStep{ok, hlo::mul(rb, d, v), {}};
   };
@@ -56,9 +58,10 @@ Value log_gamma_sample(Builder& b, const Value& rng_state, const Value& alpha) {
 // std::max(min, x) does).
 Value at_least_min(Builder& b, const Value& x, DType t) {
   Value r = hlo::convert(b, x, t);
-  Value lo = cst(b, r, t == DType::F64   ? std::numeric_limits<double>::min()
-                       : t == DType::F16 ? 6.103515625e-05
-                                         : static_cast<double>(std::numeric_limits<float>::min()));
+  Value lo = cst(b, r,
+                 t == DType::F64   ? std::numeric_limits<double>::min()
+                 : t == DType::F16 ? 6.103515625e-05
+                                   : static_cast<double>(std::numeric_limits<float>::min()));
   return hlo::select(b, hlo::compare(b, r, lo, "GT"), r, lo);
 }
 
@@ -113,29 +116,37 @@ Value gamma_grad(Builder& b, const Value& alpha, const Value& x) {
   Value a2 = hlo::mul(b, alpha, alpha);
   Value near_numer1 = add_c(b, mul_c(b, hlo::mul(b, alpha, add_c(b, mul_c(b, alpha, 12), 1)), 24), 1);
   Value near_numer2 =
-      hlo::add(b, hlo::add(b, mul_c(b, a2, 1440), mul_c(b, hlo::mul(b, x, hlo::sub(b, cst(b, x, 53), mul_c(b, x, 120))), 6)),
+      hlo::add(b,
+               hlo::add(b, mul_c(b, a2, 1440),
+                        mul_c(b, hlo::mul(b, x, hlo::sub(b, cst(b, x, 53), mul_c(b, x, 120))), 6)),
                hlo::sub(b, hlo::mul(b, alpha, add_c(b, mul_c(b, x, 3600), 107)),
                         hlo::div(b, mul_c(b, hlo::mul(b, x, x), 65), alpha)));
   Value near = hlo::div(b, hlo::mul(b, near_numer1, near_numer2), mul_c(b, hlo::mul(b, a2, a2), 1244160));
   Value sd = sqrt(b, mul_c(b, alpha, 8));
   Value term2 = hlo::div(b, sd, hlo::sub(b, alpha, x));
   Value log_ratio = log(b, hlo::div(b, x, alpha));
-  Value term3 = hlo::binary(b, "stablehlo.power", hlo::sub(b, hlo::sub(b, x, alpha), hlo::mul(b, alpha, log_ratio)),
-                            cst(b, x, -1.5));
-  Value term23 = hlo::select(b, hlo::compare(b, x, alpha, "LT"), hlo::sub(b, term2, term3), hlo::add(b, term2, term3));
+  Value term3 =
+      hlo::binary(b, "stablehlo.power", hlo::sub(b, hlo::sub(b, x, alpha), hlo::mul(b, alpha, log_ratio)),
+                  cst(b, x, -1.5));
+  Value term23 =
+      hlo::select(b, hlo::compare(b, x, alpha, "LT"), hlo::sub(b, term2, term3), hlo::add(b, term2, term3));
   Value diff = hlo::sub(b, alpha, x);
-  Value term1 = hlo::sub(b, hlo::mul(b, log_ratio, term23),
-                         hlo::div(b, hlo::mul(b, sqrt(b, hlo::div(b, cst(b, x, 2), alpha)), hlo::add(b, alpha, x)),
-                                  hlo::mul(b, diff, diff)));
+  Value term1 =
+      hlo::sub(b, hlo::mul(b, log_ratio, term23),
+               hlo::div(b, hlo::mul(b, sqrt(b, hlo::div(b, cst(b, x, 2), alpha)), hlo::add(b, alpha, x)),
+                        hlo::mul(b, diff, diff)));
   Value inv12a = hlo::div(b, cst(b, x, 1), mul_c(b, alpha, 12));
-  Value stirling = add_c(b, hlo::mul(b, inv12a, add_c(b, hlo::div(b, cst(b, x, 1), mul_c(b, alpha, 24)), 1)), 1);
+  Value stirling =
+      add_c(b, hlo::mul(b, inv12a, add_c(b, hlo::div(b, cst(b, x, 1), mul_c(b, alpha, 24)), 1)), 1);
   Value far = hlo::neg(b, hlo::div(b, hlo::mul(b, stirling, hlo::mul(b, x, term1)), sd));
-  Value in_band = and_(b, hlo::compare(b, mul_c(b, alpha, double{0.9f}), x, "LE"), hlo::compare(b, x, mul_c(b, alpha, double{1.1f}), "LE"));
+  Value in_band = and_(b, hlo::compare(b, mul_c(b, alpha, double{0.9f}), x, "LE"),
+                       hlo::compare(b, x, mul_c(b, alpha, double{1.1f}), "LE"));
   Value saddle = hlo::select(b, in_band, near, far);
   // Bivariate rational approximation.
   static const double kCoef[3][8] = {
       {0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084},
-      {0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915, -0.00058392623},
+      {0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915,
+       -0.00058392623},
       {0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326, 0.00085092367,
        -1.5247877e-07},
   };

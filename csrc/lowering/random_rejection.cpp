@@ -22,11 +22,12 @@ Value sample_until_accepted(Builder& b, const Value& rng_state, const Value& don
   std::vector<Type> types;
   for (const Value& v : init) types.push_back(v.type);
   const size_t np = params.size();
-  Builder::Region cond{types, [](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
-                         Value pending = reduce::max(rb, ew::not_(rb, s[2]), reduce::dims_or_all({}, s[2].rank()));
-                         Value more = hlo::compare(rb, s[0], hlo::constant_int(rb, DType::I64, kMaxRounds), "LT");
-                         return {ew::and_(rb, pending, more)};
-                       }};
+  Builder::Region cond{
+      types, [](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
+        Value pending = reduce::max(rb, ew::not_(rb, s[2]), reduce::dims_or_all({}, s[2].rank()));
+        Value more = hlo::compare(rb, s[0], hlo::constant_int(rb, DType::I64, kMaxRounds), "LT");
+        return {ew::and_(rb, pending, more)};
+      }};
   Builder::Region body{types, [&](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
                          Value rng = s[1];
                          std::vector<Value> ps(s.begin() + 4, s.begin() + 4 + np);

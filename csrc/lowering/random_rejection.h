@@ -11,15 +11,16 @@
 namespace tpu::lowering {
 
 struct RejectionStep {
-  ir::Value accept;                // i1, the elements whose proposal is accepted now
-  ir::Value value;                 // the proposals (kept where accepted)
-  std::vector<ir::Value> carry;    // the step's own per-element values for the next iteration
+  ir::Value accept;              // i1, the elements whose proposal is accepted now
+  ir::Value value;               // the proposals (kept where accepted)
+  std::vector<ir::Value> carry;  // the step's own per-element values for the next iteration
 };
 // One proposal for every element: draws with next_* from `rng` (advancing it), reads the
 // loop-invariant `params` and the `carry` of the previous step. Regions capture nothing, so
 // every value the step needs comes through params or carry.
-using RejectionStepFn = std::function<RejectionStep(ir::Builder& b, ir::Value& rng, const std::vector<ir::Value>& params,
-                                                    const std::vector<ir::Value>& carry)>;
+using RejectionStepFn =
+    std::function<RejectionStep(ir::Builder& b, ir::Value& rng, const std::vector<ir::Value>& params,
+                                const std::vector<ir::Value>& carry)>;
 
 // The accepted values. Elements already `done` keep `result` (special cases decided before the
 // loop); so do elements still pending after a safety cap of 2^20 rounds, far beyond what any
