@@ -132,6 +132,32 @@ def test_histogram(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_histogram_with_bin_edge_tensor(dtype):
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(300, generator=g).to(dtype)
+    w = torch.rand(300, generator=g).to(dtype)
+    uneven = torch.tensor([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0], dtype=dtype)
+    check_op(lambda t, e: torch.histogram(t, e), x, uneven)
+    check_op(lambda t, e, v: torch.histogram(t, e, weight=v), x, uneven, w)
+    check_op(lambda t, e, v: torch.histogram(t, e, weight=v, density=True), x, uneven, w)
+    check_op(lambda t, e: torch.histogram(t, e, density=True), x, uneven)
+    # Values on edges (the last edge belongs to the last bin), NaN and out-of-range values,
+    # non-contiguous input and edges.
+    on_edges = torch.tensor([-2.0, -0.5, 0.0, 3.0, 3.5, -9.0, NAN], dtype=dtype)
+    check_op(lambda t, e: torch.histogram(t, e), on_edges, uneven)
+    check_op(
+        lambda t, e: torch.histogram(t, e),
+        noncontiguous(x.reshape(30, 10)),
+        noncontiguous(uneven.reshape(1, 6))[0],
+    )
+    hist = torch.empty(0, dtype=dtype, device="tpu")
+    edges = torch.empty(0, dtype=dtype, device="tpu")
+    torch.histogram(x.to("tpu"), uneven.to("tpu"), out=(hist, edges))
+    expected = torch.histogram(x, uneven)
+    torch.testing.assert_close((hist.cpu(), edges.cpu()), tuple(expected), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_histogramdd(dtype):
     g = torch.Generator().manual_seed(8)
     x = torch.randn(40, 3, generator=g).to(dtype)
@@ -160,6 +186,21 @@ def test_histogram_errors_match_cpu():
         lambda d: torch.histogramdd(torch.ones(5, 2, device=d), [2, 3, 4]),
         lambda d: torch.histogramdd(torch.ones(5, 2, device=d), [2, 2], range=[0.0, 1.0]),
         lambda d: torch.histogramdd(torch.ones(5, device=d), [2]),
+        lambda d: torch.histogram(
+            torch.ones(3, device=d), torch.ones(2, dtype=torch.float64, device=d)
+        ),
+        lambda d: torch.histogram(torch.ones(3, device=d), torch.ones(2, 2, device=d)),
+        lambda d: torch.histogram(torch.ones(3, device=d), torch.ones(0, device=d)),
+        lambda d: torch.histogram(torch.ones(3, device=d), torch.ones(1, device=d)),
+        lambda d: torch.histogram(
+            torch.ones(3, device=d), torch.ones(2, device=d), weight=torch.ones(2, device=d)
+        ),
+        lambda d: torch.histogramdd(
+            torch.ones(5, 2, device=d), [torch.ones(2, device=d), torch.ones(2, 1, device=d)]
+        ),
+        lambda d: torch.histogramdd(
+            torch.ones(5, 2, device=d), [torch.ones(2, device=d), torch.ones(1, device=d)]
+        ),
     ]
     for case in cases:
         with pytest.raises(RuntimeError) as cpu_err:

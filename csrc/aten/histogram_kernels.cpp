@@ -1,4 +1,5 @@
-// torch.histogram with a bin count (histogram.bin_ct and its out= form) and torch.histogramdd
+// torch.histogram with a bin count or a tensor of bin edges (histogram.bin_ct, bins_tensor and
+// their out= forms) and torch.histogramdd
 // (bin counts or bin-edge tensors), composed from lowered ops as CPU's histogramdd kernel computes
 // them, per dimension of the [N, D] points:
 // - the outer edges are `range` or the input's min and max (read on the host, as CPU does for
@@ -72,6 +73,24 @@ std::vector<std::pair<double, double>> outer_edges(const at::Tensor& x,
     }
   }
   return edges;
+}
+
+// CPU's checks of bin-edge tensors (histogramdd_check_inputs).
+void check_bin_tensors(const at::Tensor& self, at::TensorList bins) {
+  for (size_t d = 0; d < bins.size(); ++d) {
+    const at::Tensor& e = bins[d];
+    TORCH_CHECK(
+        e.scalar_type() == self.scalar_type(),
+        "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
+        "dtype ",
+        self.dtype(), " and bins for dimension ", d, " with dtype ", e.dtype());
+    TORCH_CHECK(e.dim() == 1, "torch.histogramdd: bins tensor should have one dimension, but got ", e.dim(),
+                " dimensions in the bins tensor for dimension ", d);
+    TORCH_CHECK(e.numel() > 0, "torch.histogramdd: bins tensor should have at least 1 element, but got ",
+                e.numel(), " elements in the bins tensor for dimension ", d);
+    TORCH_CHECK(e.numel() > 1, "torch.histogram(): bins must be > 0, but got ", e.numel() - 1,
+                " for dimension ", d);
+  }
 }
 
 // x [N, D] (or any shape [..., D]) viewed as [N, D].
@@ -161,6 +180,32 @@ std::tuple<at::Tensor&, at::Tensor&> histogram_bin_ct_out(const at::Tensor& self
   return {hist, bin_edges};
 }
 
+// histogram.bins_tensor: the one-dimensional histogram of every element over the given edges,
+// which it returns as bin_edges (a copy, as CPU's histogramdd_out copies them).
+std::tuple<at::Tensor, at::Tensor> histogram_bins_tensor(const at::Tensor& self, const at::Tensor& bins,
+                                                         const std::optional<at::Tensor>& weight,
+                                                         bool density) {
+  check_input(self);
+  at::Tensor points = self.reshape({-1, 1});
+  check_bin_tensors(points, {bins});
+  std::optional<at::Tensor> w = weight;
+  if (weight.has_value() && weight->defined()) {
+    check_weight(points, weight);
+    w = weight->reshape({-1});
+  }
+  return {counts(points, {bins}, w, density), bins.clone(at::MemoryFormat::Contiguous)};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> histogram_bins_tensor_out(const at::Tensor& self, const at::Tensor& bins,
+                                                               const std::optional<at::Tensor>& weight,
+                                                               bool density, at::Tensor& hist,
+                                                               at::Tensor& bin_edges) {
+  auto [h, e] = histogram_bins_tensor(self, bins, weight, density);
+  into(hist, h);
+  into(bin_edges, e);
+  return {hist, bin_edges};
+}
+
 std::vector<at::Tensor> histogramdd_bin_edges(const at::Tensor& self, at::IntArrayRef bins,
                                               std::optional<at::ArrayRef<double>> range,
                                               const std::optional<at::Tensor>& /*weight*/, bool /*density*/) {
@@ -178,6 +223,7 @@ at::Tensor histogramdd_from_bin_tensors(const at::Tensor& self, at::TensorList b
   check_input(self);
   TORCH_CHECK(static_cast<int64_t>(bins.size()) == as_points(self).size(1),
               "histogramdd: The size of bins must be equal to the innermost dimension of the input.");
+  check_bin_tensors(self, bins);
   return counts(self, bins.vec(), weight, density);
 }
 
@@ -186,6 +232,8 @@ at::Tensor histogramdd_from_bin_tensors(const at::Tensor& self, at::TensorList b
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histogram.bin_ct", TORCH_FN(histogram_bin_ct));
   m.impl("histogram.bin_ct_out", TORCH_FN(histogram_bin_ct_out));
+  m.impl("histogram.bins_tensor", TORCH_FN(histogram_bins_tensor));
+  m.impl("histogram.bins_tensor_out", TORCH_FN(histogram_bins_tensor_out));
   m.impl("_histogramdd_bin_edges", TORCH_FN(histogramdd_bin_edges));
   m.impl("_histogramdd_from_bin_cts", TORCH_FN(histogramdd_from_bin_cts));
   m.impl("_histogramdd_from_bin_tensors", TORCH_FN(histogramdd_from_bin_tensors));

@@ -30,15 +30,17 @@ Value interval_starts(Builder& b, const Value& u, int64_t in, int64_t out, int64
   Value last = hlo::full(b, it, static_cast<double>(in - k));
   if (out <= 1) return last;
   const DType t = u.dtype();
-  Value alpha = hlo::div(b, hlo::constant(b, t, static_cast<double>(in - k)), hlo::constant(b, t, static_cast<double>(out - 1)));
+  Value alpha = hlo::div(b, hlo::constant(b, t, static_cast<double>(in - k)),
+                         hlo::constant(b, t, static_cast<double>(out - 1)));
   Value ub = hlo::broadcast_in_dim(b, u, {n, c, out}, {0, 1});
   Value i = hlo::convert(b, hlo::iota(b, it, 2), t);
   Value a = hlo::broadcast_to(b, alpha, {n, c, out});
   Value first = hlo::convert(b, hlo::mul(b, hlo::add(b, i, ub), a), DType::I64);
   Value offset = hlo::convert(b, hlo::mul(b, ub, a), DType::I64);
   Value starts = hlo::sub(b, first, offset);
-  return hlo::select(b, hlo::compare(b, hlo::iota(b, it, 2), hlo::full(b, it, static_cast<double>(out - 1)), "EQ"),
-                     last, starts);
+  return hlo::select(
+      b, hlo::compare(b, hlo::iota(b, it, 2), hlo::full(b, it, static_cast<double>(out - 1)), "EQ"), last,
+      starts);
 }
 
 // (values, indices) of fractional_max_poolNd(self, kernel_size, output_size, random_samples).
@@ -49,7 +51,12 @@ std::vector<Value> lower_fractional_max_pool(Ctx& c) {
   const std::vector<int64_t>& out_size = c.ints(2);
   const int d = static_cast<int>(kernel.size());
   const bool batched = x.rank() == d + 2;
-  if (!batched) x = hlo::reshape(b, x, [&] { Shape s{1}; s.insert(s.end(), x.shape().begin(), x.shape().end()); return s; }());
+  if (!batched)
+    x = hlo::reshape(b, x, [&] {
+      Shape s{1};
+      s.insert(s.end(), x.shape().begin(), x.shape().end());
+      return s;
+    }());
   const int64_t n = x.dim(0), ch = x.dim(1);
   Shape in_sp(x.shape().begin() + 2, x.shape().end());
   Value samples = hlo::convert(b, c.tensor(3), x.dtype());
