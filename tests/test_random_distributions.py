@@ -464,6 +464,10 @@ def test_rrelu_functional_forms():
         x.detach(), torch.empty_like(x), 0.2, 0.3, True
     )
     assert torch.equal(out.cpu(), (x_cpu * noise.cpu()))
+    # The out= form writes the noise and out (of the right size; it does not resize out).
+    out, noise = torch.empty_like(x), torch.empty_like(x)
+    r = torch.ops.aten.rrelu_with_noise.out(x.detach(), noise, 0.2, 0.3, True, out=out)
+    assert r is out and torch.equal(out.cpu(), x_cpu * noise.cpu())
     neg = torch.full((64,), -1.0, device=TPU)
     assert_reproducible(
         lambda g: torch.ops.aten.rrelu_with_noise(

@@ -37,7 +37,8 @@ std::pair<Value, Value> rrelu(Ctx& c, const ir::Type& out_type, const ir::Type& 
   return {hlo::convert(b, out, out_type.dtype), hlo::convert(b, noise, noise_type.dtype)};
 }
 
-// rrelu_with_noise: results (noise written, out).
+// rrelu_with_noise: results (noise written, out); rrelu_with_noise.out writes the same two, in
+// the same (schema) order.
 std::vector<Value> lower_rrelu_with_noise(Ctx& c) {
   auto [out, noise] = rrelu(c, c.out(1), c.out(0));
   return {noise, out};
@@ -55,6 +56,7 @@ std::vector<Value> lower_rrelu_with_noise_functional(Ctx& c) { return lower_rrel
 }  // namespace
 
 TPU_LOWERING("aten::rrelu_with_noise", lower_rrelu_with_noise);
+TPU_LOWERING("aten::rrelu_with_noise.out", lower_rrelu_with_noise);
 TPU_LOWERING("aten::rrelu_with_noise_", lower_rrelu_with_noise_);
 TPU_LOWERING("aten::rrelu_with_noise_functional", lower_rrelu_with_noise_functional);
 
