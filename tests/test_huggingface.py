@@ -6,13 +6,13 @@ configs (no hub downloads)."""
 import tempfile
 import warnings
 
+import accelerate
+import diffusers
 import numpy as np
 import pytest
 import torch
-
-transformers = pytest.importorskip("transformers")
-from op_check import assert_same  # noqa: E402
-from transformers import (  # noqa: E402
+from op_check import assert_same
+from transformers import (
     GPT2Config,
     GPT2LMHeadModel,
     LlamaConfig,
@@ -118,8 +118,8 @@ def _train(use_cpu, bf16=False):
     model = _llama()
     gen = torch.Generator().manual_seed(0)
     data = [{"input_ids": torch.randint(1, 64, (12,), generator=gen)} for _ in range(16)]
-    for d in data:
-        d["labels"] = d["input_ids"].clone()
+    for row in data:
+        row["labels"] = row["input_ids"].clone()
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(
             output_dir=out,
@@ -209,7 +209,6 @@ def test_moe_experts_match_cpu():
 
 
 def test_accelerate_selects_tpu_with_bf16():
-    accelerate = pytest.importorskip("accelerate")
     acc = accelerate.Accelerator(mixed_precision="bf16")
     assert acc.device.type == "tpu"
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
@@ -228,14 +227,9 @@ def test_accelerate_selects_tpu_with_bf16():
     assert not torch.equal(model[0].weight.detach().cpu(), before)
 
 
-def _diffusers():
-    return pytest.importorskip("diffusers")
-
-
 def test_diffusers_unet2d_pipeline():
-    d = _diffusers()
     torch.manual_seed(0)
-    unet = d.UNet2DModel(
+    unet = diffusers.UNet2DModel(
         sample_size=8,
         in_channels=3,
         out_channels=3,
@@ -245,7 +239,9 @@ def test_diffusers_unet2d_pipeline():
         up_block_types=("AttnUpBlock2D", "UpBlock2D"),
         norm_num_groups=4,
     )
-    pipe = d.DDPMPipeline(unet=unet, scheduler=d.DDPMScheduler(num_train_timesteps=10))
+    pipe = diffusers.DDPMPipeline(
+        unet=unet, scheduler=diffusers.DDPMScheduler(num_train_timesteps=10)
+    )
     pipe.set_progress_bar_config(disable=True)
 
     def run(generator):
@@ -264,9 +260,8 @@ def test_diffusers_unet2d_pipeline():
 
 
 def test_diffusers_conditional_unet_pipeline():
-    d = _diffusers()
     torch.manual_seed(0)
-    unet = d.UNet2DConditionModel(
+    unet = diffusers.UNet2DConditionModel(
         sample_size=8,
         in_channels=4,
         out_channels=4,
@@ -278,7 +273,7 @@ def test_diffusers_conditional_unet_pipeline():
         attention_head_dim=2,
         norm_num_groups=4,
     )
-    vae = d.AutoencoderKL(
+    vae = diffusers.AutoencoderKL(
         in_channels=3,
         out_channels=3,
         down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
@@ -288,10 +283,10 @@ def test_diffusers_conditional_unet_pipeline():
         norm_num_groups=4,
         sample_size=16,
     )
-    pipe = d.StableDiffusionPipeline(
+    pipe = diffusers.StableDiffusionPipeline(
         unet=unet,
         vae=vae,
-        scheduler=d.DDIMScheduler(num_train_timesteps=10),
+        scheduler=diffusers.DDIMScheduler(num_train_timesteps=10),
         text_encoder=None,
         tokenizer=None,
         safety_checker=None,

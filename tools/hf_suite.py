@@ -158,8 +158,22 @@ def main():
     text, clean = _report(rows)
     print(text)
     if args.markdown:
+        import transformers
+
+        command = " ".join(["python tools/hf_suite.py", *sys.argv[1:]])
         with open(args.markdown, "w") as f:
-            f.write(text + "\n")
+            f.write(
+                text.replace(
+                    "\n",
+                    f"\nRegenerate: `{command}` (transformers {transformers.__version__}).\n",
+                    1,
+                )
+            )
+            f.write(
+                "\nA test is counted when it passes on CPU; each family lists those that fail or are "
+                "skipped on tpu by cause, and separately the accelerator-only tests (skipped on CPU) "
+                "that fail on tpu.\n"
+            )
     shutil.rmtree(work, ignore_errors=True)
     sys.exit(0 if clean else 1)
 
