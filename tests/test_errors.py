@@ -78,6 +78,49 @@ def test_out_of_range_index_debug_mode_raises_at_the_call():
     )
 
 
+BAD_DATA = [
+    ("gather", lambda d: torch.zeros(3, device=d).gather(0, torch.tensor([5], device=d))),
+    ("scatter", lambda d: torch.zeros(3, device=d).scatter(0, torch.tensor([5], device=d), 1.0)),
+    ("take", lambda d: torch.zeros(3, device=d).take(torch.tensor([5], device=d))),
+    (
+        "index_select",
+        lambda d: torch.zeros(3, device=d).index_select(0, torch.tensor([5], device=d)),
+    ),
+    ("getitem", lambda d: torch.zeros(3, device=d)[torch.tensor([5], device=d)]),
+    (
+        "nll_loss",
+        lambda d: torch.nn.functional.nll_loss(
+            torch.zeros(2, 3, device=d), torch.tensor([0, 7], device=d)
+        ),
+    ),
+    (
+        "binary_cross_entropy",
+        lambda d: torch.nn.functional.binary_cross_entropy(
+            torch.full((2,), 2.0, device=d), torch.ones(2, device=d)
+        ),
+    ),
+    (
+        "max_unpool2d",
+        lambda d: torch.nn.functional.max_unpool2d(
+            torch.ones(1, 1, 2, 2, device=d), torch.tensor([[[[0, 1], [2, 99]]]], device=d), 2
+        ),
+    ),
+    ("multinomial", lambda d: torch.multinomial(torch.tensor([0.5, -1.0], device=d), 1)),
+    ("linalg.inv", lambda d: torch.linalg.inv(torch.ones(3, 3, device=d))),
+    ("cholesky", lambda d: torch.linalg.cholesky(-torch.eye(2, device=d))),
+]
+
+
+@pytest.mark.parametrize("name,fn", BAD_DATA, ids=[b[0] for b in BAD_DATA])
+def test_device_side_checks_raise_the_exception_class_cpu_raises(name, fn):
+    with pytest.raises(Exception) as cpu:
+        fn("cpu")
+    with torch_tpu.eager_mode("debug"):
+        with pytest.raises(Exception) as tpu:
+            fn("tpu")
+    assert type(tpu.value) is type(cpu.value), (type(tpu.value), type(cpu.value), str(tpu.value))
+
+
 def test_out_of_range_index_strict_mode_raises_at_next_sync():
     x = torch.arange(5.0, device="tpu")
     y = torch.index_select(x, 0, torch.tensor([1, 7], device="tpu"))  # launched, not yet checked

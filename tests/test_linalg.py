@@ -43,8 +43,19 @@ def test_cholesky_ex_info():
     a[1, 2, 2] = -100.0  # the leading minor of order 3 is not positive-definite
     L, info = torch.linalg.cholesky_ex(a.to("tpu"))
     assert info.cpu().tolist() == torch.linalg.cholesky_ex(a).info.tolist() == [0, 3, 0]
-    with pytest.raises(Exception, match="positive-definite"):
+    with pytest.raises(torch.linalg.LinAlgError, match="positive-definite"):
+        torch.linalg.cholesky(a)
+    # Device-side check: raised at the op in debug mode, at the next sync otherwise, as the
+    # same LinAlgError.
+    with pytest.raises(torch.linalg.LinAlgError, match="positive-definite"):
         torch.linalg.cholesky(a.to("tpu"))
+        torch.tpu.synchronize()
+    singular = torch.ones(3, 3)
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        torch.linalg.inv(singular)
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        torch.linalg.inv(singular.to("tpu"))
+        torch.tpu.synchronize()
 
 
 def test_cholesky_solve_inverse():

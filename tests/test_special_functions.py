@@ -137,7 +137,7 @@ def test_mvlgamma():
     for p in (1, 3, 5):
         x = uniform((4, 5), (p - 1) / 2 + 0.1, 10, seed=p)
         check_op(lambda t: torch.mvlgamma(t, p), x)
-    with pytest.raises(IndexError, match="greater than"):  # device-side check
+    with pytest.raises(RuntimeError, match="greater than"):  # device-side check
         torch.mvlgamma(torch.zeros(3, device="tpu"), 3).cpu()
 
 

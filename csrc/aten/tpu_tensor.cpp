@@ -237,11 +237,22 @@ std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Ten
   return run_op(op, call, key);
 }
 
+void raise_check_failure(const exec::CheckFailure& e) {
+  switch (e.kind) {
+    case lowering::CheckError::Index:
+      TORCH_CHECK_INDEX(false, e.what());
+    case lowering::CheckError::LinAlg:
+      TORCH_CHECK_LINALG(false, e.what());
+    default:
+      TORCH_CHECK(false, e.what());
+  }
+}
+
 std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const exec::OpCall& call) {
   try {
     return exec::launch(op, call);
   } catch (const exec::CheckFailure& e) {
-    TORCH_CHECK_INDEX(false, e.what());
+    raise_check_failure(e);
   }
 }
 
@@ -249,7 +260,7 @@ void raise_failed_checks() {
   try {
     exec::raise_failed_checks();
   } catch (const exec::CheckFailure& e) {
-    TORCH_CHECK_INDEX(false, e.what());
+    raise_check_failure(e);
   }
 }
 

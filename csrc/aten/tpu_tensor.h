@@ -4,6 +4,7 @@
 #include <c10/core/Allocator.h>
 
 #include "exec/compile_cache.h"
+#include "exec/executor.h"
 #include "exec/op_call.h"
 #include "exec/storage.h"
 
@@ -34,9 +35,11 @@ at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::I
 // the fused graph, in which case their storages hold pending values.
 std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, const std::string& key);
 bool fused_mode();
-// exec::launch, with failed runtime checks raised as PyTorch IndexErrors.
+// A failed runtime check as the error CPU raises for it (IndexError, LinAlgError, RuntimeError).
+[[noreturn]] void raise_check_failure(const exec::CheckFailure& e);
+// exec::launch, with failed runtime checks raised by raise_check_failure.
 std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const exec::OpCall& call);
-// Raises failed runtime checks of earlier launches as IndexErrors (at sync points).
+// Raises failed runtime checks of earlier launches (at sync points).
 void raise_failed_checks();
 // A contiguous CPU copy of a tpu tensor (synchronizes).
 at::Tensor to_cpu(const at::Tensor& t);

@@ -6,6 +6,7 @@
 
 #include "exec/compile_cache.h"
 #include "exec/op_call.h"
+#include "lowering/registry.h"
 
 namespace tpu::exec {
 
@@ -39,9 +40,12 @@ void track(const runtime::BufferPtr& output);
 // Runtime-check flags of launched work, inspected at the next sync.
 void queue_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& flags);
 
-// A runtime check of an op failed (Ctx::require).
+// A runtime check of an op failed (Ctx::require); built from the check's message, whose first
+// character is its lowering::CheckError.
 struct CheckFailure : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit CheckFailure(const std::string& coded)
+      : std::runtime_error(coded.substr(1)), kind(static_cast<lowering::CheckError>(coded.at(0))) {}
+  lowering::CheckError kind;
 };
 
 }  // namespace tpu::exec

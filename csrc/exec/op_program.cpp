@@ -116,7 +116,8 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
     out.new_outputs.push_back(lowering::to_storage(b, hlo::convert(b, results[k], o.dtype), o.strides));
   }
   // Checks name their op: in a fused graph the flag may be read long after the call.
-  for (auto& [ok, message] : ctx.checks) out.checks.emplace_back(ok, call.op_name + ": " + message);
+  for (auto& [ok, message] : ctx.checks)
+    out.checks.emplace_back(ok, message.substr(0, 1) + call.op_name + ": " + message.substr(1));
   return out;
 }
 

@@ -132,7 +132,7 @@ Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_
 }
 
 void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negative,
-                      const std::string& message) {
+                      const std::string& message, CheckError kind) {
   if (index.type.numel() == 0) return;
   Value i = hlo::convert(c.b, index, DType::I64);
   Value lo = hlo::full(c.b, i.type, allow_negative ? -static_cast<double>(size) : 0.0);
@@ -142,7 +142,7 @@ void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negat
   std::vector<int64_t> dims;
   for (int d = 0; d < ok.rank(); ++d) dims.push_back(d);
   if (!dims.empty()) ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
-  c.require(ok, message);
+  c.require(ok, message, kind);
 }
 
 std::string out_of_bounds(int64_t dim, int64_t size) {

@@ -67,7 +67,7 @@ Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& 
 // Adds a runtime check (Ctx::require) that every entry of `index` lies in [0, size), or in
 // [-size, size) when negative indices wrap; PyTorch raises `message` otherwise.
 void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negative,
-                      const std::string& message);
+                      const std::string& message, CheckError kind = CheckError::Index);
 // "index is out of bounds for dimension D with size N" (PyTorch's wording, less the value).
 std::string out_of_bounds(int64_t dim, int64_t size);
 

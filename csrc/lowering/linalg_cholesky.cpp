@@ -103,7 +103,7 @@ const char* kNotPd =
 std::vector<Value> lower_cholesky(Ctx& c) {
   linalg::require_real(c.tensor(0), "cholesky");
   Potrf f = potrf(c.b, c.tensor(0), c.bool_arg(1), Type{DType::I32, linalg::batch_of(c.out().shape)});
-  c.require(all_zero(c.b, f.info), kNotPd);
+  c.require(all_zero(c.b, f.info), kNotPd, CheckError::LinAlg);
   return {f.factor};
 }
 
@@ -111,7 +111,7 @@ std::vector<Value> lower_cholesky(Ctx& c) {
 std::vector<Value> lower_linalg_cholesky_ex(Ctx& c) {
   linalg::require_real(c.tensor(0), "linalg_cholesky_ex");
   Potrf f = potrf(c.b, c.tensor(0), c.bool_arg(1), c.out(1));
-  if (c.bool_arg(2)) c.require(all_zero(c.b, f.info), kNotPd);
+  if (c.bool_arg(2)) c.require(all_zero(c.b, f.info), kNotPd, CheckError::LinAlg);
   return {f.factor, f.info};
 }
 

@@ -470,9 +470,11 @@ std::vector<Value> eig(Ctx& c, const Type& vals_t, const Type* vecs_t, const cha
   Value ok = out[3];
   // eigvals of a non-finite matrix are NaN on the CPU (LAPACK gives up), not an error.
   if (!want_v) ok = hlo::binary(b, "stablehlo.or", ok, hlo::logical_not(b, all_finite(b, a)));
-  c.require(ok, api +
-                    ": The algorithm failed to converge because the input matrix is ill-conditioned or has "
-                    "too many repeated eigenvalues.");
+  c.require(ok,
+            api +
+                ": The algorithm failed to converge because the input matrix is ill-conditioned or has "
+                "too many repeated eigenvalues.",
+            CheckError::LinAlg);
   if (!want_v) {
     Value nan = hlo::full(b, out[1].type, std::numeric_limits<double>::quiet_NaN());
     out[1] = hlo::select(b, bcast(b, all_finite(b, a), out[1].shape()), out[1], nan);

@@ -189,7 +189,8 @@ std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
     Value worst = reduce::max(c.b, out[3], {0});
     c.require(hlo::compare(c.b, worst, hlo::constant_int(c.b, DType::I32, 0), "EQ"),
               "torch.linalg.ldl_factor_ex: the factorization could not be completed: the block diagonal D "
-              "is exactly singular (info > 0)");
+              "is exactly singular (info > 0)",
+              CheckError::LinAlg);
   }
   return {hlo::reshape(c.b, out[1], a.shape()), hlo::reshape(c.b, out[2], ps),
           hlo::reshape(c.b, out[3], batch)};

@@ -36,7 +36,8 @@ std::vector<Value> lower_linalg_inv_ex(Ctx& c) {
   if (c.bool_arg(1))
     c.require(all_zero(c.b, f.info),
               "linalg.inv: The diagonal element is zero, the inversion could not be completed "
-              "because the input matrix is singular.");
+              "because the input matrix is singular.",
+              CheckError::LinAlg);
   return {x, f.info};
 }
 
@@ -64,7 +65,8 @@ std::vector<Value> lower_linalg_solve_ex(Ctx& c) {
   x = hlo::reshape(c.b, x, c.out(0).shape);
   if (c.bool_arg(3))
     c.require(all_zero(c.b, f.info),
-              "torch.linalg.solve: The solver failed because the input matrix is singular.");
+              "torch.linalg.solve: The solver failed because the input matrix is singular.",
+              CheckError::LinAlg);
   return {x, f.lu, f.pivots, f.info};
 }
 

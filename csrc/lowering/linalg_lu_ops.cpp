@@ -50,7 +50,7 @@ std::vector<Value> lower_linalg_lu_factor_ex(Ctx& c) {
     for (int i = 0; i < ok.rank(); ++i) dims.push_back(i);
     if (!dims.empty())
       ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
-    c.require(ok, "linalg.lu_factor: U[i, i] is zero, the factorization is singular.");
+    c.require(ok, "linalg.lu_factor: U[i, i] is zero, the factorization is singular.", CheckError::LinAlg);
   }
   return {f.lu, f.pivots, f.info};
 }

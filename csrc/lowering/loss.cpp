@@ -224,7 +224,8 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, int weight_ar
       hlo::binary(b, "stablehlo.and", hlo::compare(b, tgt, hlo::scalar_like(b, tgt, 0), "GE"),
                   hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(self.dim(cd))), "LT"));
   Value ok = hlo::binary(b, "stablehlo.or", in_range, hlo::logical_not(b, valid));
-  c.require(reduce::prod(b, ok, reduce::dims_or_all({}, ok.rank())), "Target is out of bounds.");
+  c.require(reduce::prod(b, ok, reduce::dims_or_all({}, ok.rank())), "Target is out of bounds.",
+            CheckError::Index);
   Value classes = hlo::iota(b, ir::Type{DType::I64, self.shape()}, cd);
   Value hit = hlo::compare(b, classes, hlo::broadcast_in_dim(b, tgt, self.shape(), other), "EQ");
   hit = hlo::binary(b, "stablehlo.and", hit, hlo::broadcast_in_dim(b, valid, self.shape(), other));

@@ -46,6 +46,10 @@ struct Arg {
   bool is_none() const { return kind == Kind::None; }
 };
 
+// The Python exception a failed runtime check raises: the one CPU raises for the same input.
+// Carried as the first character of the check's message (exec::CheckFailure splits it off).
+enum class CheckError : char { Runtime = 'R', Index = 'I', LinAlg = 'L' };
+
 struct Ctx {
   ir::Builder& b;
   std::vector<Arg> args;
@@ -53,9 +57,11 @@ struct Ctx {
   ir::Value rng_state;              // ui64[2] (seed, offset) when the op is random
   // Runtime checks: 0-d i1 values that must be true (e.g. indices in range), each with the
   // error to raise otherwise. Checked after the op in debug mode, at the next sync in strict
-  // mode (as CUDA reports device-side asserts).
+  // mode (as CUDA reports device-side asserts). The message starts with the CheckError's code.
   std::vector<std::pair<ir::Value, std::string>> checks;
-  void require(const ir::Value& ok, std::string message) { checks.emplace_back(ok, std::move(message)); }
+  void require(const ir::Value& ok, const std::string& message, CheckError kind = CheckError::Runtime) {
+    checks.emplace_back(ok, static_cast<char>(kind) + message);
+  }
 
   const Arg& arg(int i) const { return args.at(i); }
   const ir::Value& tensor(int i) const { return args.at(i).value; }

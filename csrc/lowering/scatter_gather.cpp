@@ -33,7 +33,7 @@ Prepared prepare(Ctx& c, int self_i, int dim_i, int index_i) {
     p.index = hlo::reshape(c.b, p.index, s);
   }
   const int64_t size = p.self.shape()[p.dim];
-  idx::require_in_range(c, p.index, size, false, idx::out_of_bounds(p.dim, size));
+  idx::require_in_range(c, p.index, size, false, idx::out_of_bounds(p.dim, size), CheckError::Runtime);
   return p;
 }
 

@@ -32,11 +32,16 @@ std::vector<Value> lower_max_unpool(Ctx& c) {
   const int64_t q = bsz == 0 ? 0 : x.type.numel() / bsz;
   Value idx = hlo::reshape(b, hlo::convert(b, c.tensor(1), DType::I64), {bsz, q});
   idx::require_in_range(
-      c, idx, plane, false, "Found an invalid max index (output volumes are of size " + [&] {
-        std::string s;
-        for (int d = 0; d < N; ++d) s += (d ? "x" : "") + std::to_string(out.shape[out.shape.size() - N + d]);
-        return s;
-      }() + ")");
+      c, idx, plane, false,
+      "Found an invalid max index (output volumes are of size " +
+          [&] {
+            std::string s;
+            for (int d = 0; d < N; ++d)
+              s += (d ? "x" : "") + std::to_string(out.shape[out.shape.size() - N + d]);
+            return s;
+          }() +
+          ")",
+      CheckError::Runtime);
   Type it{DType::I64, {bsz, q}};
   Value base = hlo::mul(b, hlo::iota(b, it, 0), hlo::full(b, it, static_cast<double>(plane)));
   Value flat = hlo::reshape(b, hlo::add(b, idx, base), {bsz * q, 1});

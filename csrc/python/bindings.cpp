@@ -129,7 +129,7 @@ PYBIND11_MODULE(_C, m) {
       py::gil_scoped_release release;
       aten::translating_out_of_memory([] { exec::synchronize(); });
     } catch (const exec::CheckFailure& e) {
-      throw py::index_error(e.what());
+      aten::raise_check_failure(e);
     }
     END_HANDLE_TH_ERRORS_PYBIND
   });
