@@ -9,6 +9,7 @@ from ...test_configuration_common import ConfigTester
 from ...test_modeling_common import ModelTesterMixin, floats_tensor
 
 if is_torch_available():
+    from torch import nn
     from transformers import ViTForImageClassification, ViTForMaskedImageModeling, ViTModel
 
 
@@ -26,6 +27,7 @@ class ViTModelTester:
         num_attention_heads=4,
         intermediate_size=37,
         type_sequence_label_size=10,
+        mask_ratio=0.5,
     ):
         self.parent = parent
         self.batch_size = batch_size
@@ -40,6 +42,9 @@ class ViTModelTester:
         self.type_sequence_label_size = type_sequence_label_size
         # Patches plus the [CLS] token.
         self.seq_length = (image_size // patch_size) ** 2 + 1
+        # Masked image modeling masks patches (not the [CLS] token): num_masks of mask_length.
+        self.mask_length = self.seq_length - 1
+        self.num_masks = int(mask_ratio * self.mask_length)
 
     def get_config(self):
         return ViTConfig(
@@ -81,3 +86,12 @@ class ViTModelTest(ModelTesterMixin, unittest.TestCase):
 
     def test_config(self):
         self.config_tester.run_common_tests()
+
+    def test_model_get_set_embeddings(self):
+        # ViT embeds patches with a convolution, not an nn.Embedding.
+        config, _ = self.model_tester.prepare_config_and_inputs_for_common()
+        for model_class in self.all_model_classes:
+            model = model_class(config)
+            self.assertIsInstance(model.get_input_embeddings(), nn.Module)
+            output = model.get_output_embeddings()
+            self.assertTrue(output is None or isinstance(output, nn.Linear))
