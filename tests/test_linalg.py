@@ -265,3 +265,163 @@ def test_matrix_exp():
     check_op(
         torch.linalg.matrix_exp, noncontiguous(torch.randn(4, 4, generator=g, dtype=torch.float64))
     )
+
+
+# ---- complex dtypes: LU, solve, inv and triangular solves ------------------------------------
+# Gradients are taken of out * w for a fixed complex w, so the cotangent reaching the op is
+# complex (check_op's own cotangents are real) and a missing conjugation shows.
+
+CDTYPES = (torch.complex64, torch.complex128)
+CTOL = {
+    torch.complex64: {"atol": 1e-4, "rtol": 1e-4},
+    torch.complex128: {"atol": 1e-10, "rtol": 1e-10},
+}
+
+
+def crandn(*shape, dtype=torch.complex64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    re = torch.randn(*shape, generator=g, dtype=torch.float64)
+    im = torch.randn(*shape, generator=g, dtype=torch.float64)
+    return torch.complex(re, im).to(dtype)
+
+
+def cmat(*shape, dtype, seed=0):
+    """A well-conditioned complex matrix (batch): random plus 2 on the diagonal."""
+    n = shape[-1]
+    return (crandn(*shape, dtype=torch.complex128, seed=seed) + 2 * torch.eye(n)).to(dtype)
+
+
+def ctri(*shape, upper, dtype, seed=2):
+    a = crandn(*shape, dtype=torch.complex128, seed=seed) + 3 * torch.eye(shape[-1])
+    return (a.triu() if upper else a.tril()).to(dtype)
+
+
+def weighted(fn, *shapes, dtype):
+    """fn's (first) output times fixed complex weights: (wrapped fn, weights)."""
+    ws = [crandn(*s, dtype=dtype, seed=9 + i) for i, s in enumerate(shapes)]
+
+    def wrapped(*args):
+        *xs, w = args
+        out = fn(*xs)
+        return out * w
+
+    return wrapped, ws[0]
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_complex_solve(dtype):
+    tol = CTOL[dtype]
+    # Column-major A (a transposed view) and a strided B: both non-contiguous.
+    a = cmat(2, 4, 4, dtype=dtype).mT.requires_grad_()
+    assert not a.is_contiguous()
+    b = noncontiguous(crandn(2, 4, 3, dtype=dtype, seed=3)).requires_grad_()
+    fn, w = weighted(torch.linalg.solve, (2, 4, 3), dtype=dtype)
+    check_op(fn, a, b, w, grad=True, **tol)
+    # X A = B, and a batch of A broadcast against one B.
+    fn, w = weighted(lambda x, y: torch.linalg.solve(x, y, left=False), (2, 3, 4), dtype=dtype)
+    check_op(fn, a, b.detach().mT.requires_grad_(), w, grad=True, **tol)
+    fn, w = weighted(torch.linalg.solve, (2, 4, 2), dtype=dtype)
+    check_op(fn, a, crandn(4, 2, dtype=dtype, seed=4).requires_grad_(), w, grad=True, **tol)
+    # Vector right-hand side.
+    fn, w = weighted(torch.linalg.solve, (2, 4), dtype=dtype)
+    check_op(fn, a, crandn(4, dtype=dtype, seed=5).requires_grad_(), w, grad=True, **tol)
+    check_op(lambda x, y: torch.linalg.solve_ex(x, y), a.detach(), b.detach(), **tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_complex_inv(dtype):
+    tol = CTOL[dtype]
+    a = noncontiguous(cmat(3, 4, 4, dtype=dtype, seed=6)).requires_grad_()
+    fn, w = weighted(torch.linalg.inv, (3, 4, 4), dtype=dtype)
+    check_op(fn, a, w, grad=True, **tol)
+    check_op(torch.linalg.inv_ex, a.detach(), **tol)
+    # A singular complex matrix: info and the device-side LinAlgError as on the CPU.
+    singular = torch.ones(3, 3, dtype=dtype) * (1 + 1j)
+    info = torch.linalg.inv_ex(singular).info.item()
+    assert info != 0 and torch.linalg.inv_ex(singular.to("tpu")).info.item() == info
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        torch.linalg.inv(singular.to("tpu"))
+        torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("shape", [(2, 5, 3), (4, 4)])
+def test_complex_lu_factor_and_unpack(dtype, shape):
+    tol = CTOL[dtype]
+    a = crandn(*shape, dtype=dtype, seed=7).requires_grad_()
+    lu, piv = check_op(torch.linalg.lu_factor, a.detach(), **tol)
+    check_op(torch.linalg.lu_factor_ex, noncontiguous(a.detach()), **tol)
+    check_op(torch.linalg.lu, a, grad=True, **tol)
+    check_op(torch.lu_unpack, lu.cpu(), piv.cpu(), **tol)
+
+
+def test_complex_lu_pivots_like_getrf():
+    # LAPACK's izamax picks the pivot of largest |Re| + |Im|, not of largest |z|: in the first
+    # column 2+2j wins (4 > 3) although |3| > |2+2j|.
+    a = (
+        torch.tensor([[1.0, 1.0, 0.0], [3.0, 0.0, 1.0], [2 + 2j, 1j, 1.0]], dtype=torch.complex128)
+        .mT.contiguous()
+        .mT
+    )
+    col = a[:, 0]
+    assert int(col.abs().argmax()) != int((col.real.abs() + col.imag.abs()).argmax())
+    lu, piv, info = torch.linalg.lu_factor_ex(a.to("tpu"))
+    elu, epiv, einfo = torch.linalg.lu_factor_ex(a)
+    assert piv.cpu().tolist() == epiv.tolist() and info.item() == einfo.item() == 0
+    torch.testing.assert_close(lu.cpu(), elu, **CTOL[torch.complex128])
+    # A zero column: no pivot to divide by, info names the step as getrf does.
+    z = torch.tensor([[0, 1j, 2], [0, 3, 4j], [0, 5, 7]], dtype=torch.complex64)
+    lu, piv, info = torch.linalg.lu_factor_ex(z.to("tpu"))
+    elu, epiv, einfo = torch.linalg.lu_factor_ex(z)
+    torch.testing.assert_close(lu.cpu(), elu)
+    assert piv.cpu().tolist() == epiv.tolist() and info.item() == einfo.item() == 1
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize(
+    "left,adjoint", [(True, False), (True, True), (False, False), (False, True)]
+)
+def test_complex_lu_solve(dtype, left, adjoint):
+    tol = CTOL[dtype]
+    lu, piv = torch.linalg.lu_factor(crandn(2, 4, 4, dtype=dtype, seed=8))
+    shape = (2, 4, 3) if left else (2, 3, 4)
+    b = noncontiguous(crandn(*shape, dtype=dtype, seed=3)).requires_grad_()
+    fn, w = weighted(
+        lambda lu_, p, y: torch.linalg.lu_solve(lu_, p, y, left=left, adjoint=adjoint),
+        shape,
+        dtype=dtype,
+    )
+    check_op(fn, lu.requires_grad_(), piv, b, w, grad=True, **tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize(
+    "upper,left,unit", [(False, True, False), (True, False, True), (True, True, False)]
+)
+def test_complex_solve_triangular(dtype, upper, left, unit):
+    tol = CTOL[dtype]
+    a = ctri(2, 3, 3, upper=upper, dtype=dtype).requires_grad_()
+    shape = (2, 3, 4) if left else (1, 4, 3)
+    b = noncontiguous(crandn(*shape, dtype=dtype, seed=3)).requires_grad_()
+    fn, w = weighted(
+        lambda x, y: torch.linalg.solve_triangular(
+            x, y, upper=upper, left=left, unitriangular=unit
+        ),
+        (2, *shape[1:]),
+        dtype=dtype,
+    )
+    check_op(fn, a, b, w, grad=True, **tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("transpose", [False, True])
+def test_complex_triangular_solve(dtype, transpose):
+    tol = CTOL[dtype]
+    a = ctri(3, 3, upper=False, dtype=dtype).requires_grad_()
+    b = noncontiguous(crandn(3, 2, dtype=dtype, seed=3)).requires_grad_()
+    fn, w = weighted(
+        lambda y, x: torch.triangular_solve(y, x, upper=False, transpose=transpose)[0],
+        (3, 2),
+        dtype=dtype,
+    )
+    check_op(fn, b, a, w, grad=True, **tol)

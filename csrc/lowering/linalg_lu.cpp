@@ -1,7 +1,8 @@
 // LU with partial pivoting as a stablehlo.while over the columns (right-looking, unblocked):
-// at step i the pivot is the first row r >= i of largest |A[r, i]| (LAPACK's isamax), rows i
-// and r are swapped, the column below the pivot is scaled by 1/pivot and the trailing block
-// gets the rank-1 update. A zero pivot leaves the column unscaled and records info, as getrf.
+// at step i the pivot is the first row r >= i of largest |A[r, i]| (LAPACK's isamax; for
+// complex dtypes |Re| + |Im|, izamax's measure), rows i and r are swapped, the column below
+// the pivot is scaled by 1/pivot and the trailing block gets the rank-1 update. A zero pivot leaves the
+// column unscaled and records info, as getrf.
 #include "lowering/linalg_lu.h"
 
 #include "lowering/reduce_util.h"
@@ -57,14 +58,14 @@ LuResult lu_factor(Builder& b, const Value& a) {
   for (int d = 0; d < r - 2; ++d) prefix.push_back(d);
   auto body = [&, prefix](Builder& rb, const Value& i, const std::vector<Value>& s) -> std::vector<Value> {
     Value lu = s[0], piv = s[1], info = s[2];
-    DType t = lu.dtype();
     Shape col_shape = batch_of(lu.shape(), 1);  // [..., m]
     Type rows_t{DType::I64, col_shape};
     Value row_ids = hlo::iota(rb, rows_t, r - 2);
     // Pivot row: first max |A[r, i]| over r >= i (rows above get -1, below every |x|).
     Value col = column(rb, lu, i);
     Value below = hlo::compare(rb, row_ids, scalar_to(rb, i, col_shape), "GE");
-    Value cand = hlo::select(rb, below, hlo::unary(rb, "stablehlo.abs", col), hlo::full(rb, col.type, -1));
+    Value mag = cabs1(rb, col);  // |re| + |im| for complex, as izamax
+    Value cand = hlo::select(rb, below, mag, hlo::full(rb, mag.type, -1));
     Value p = reduce::arg_reduce(rb, cand, r - 2, true).second;  // [...] i64
     // Swap rows i and p.
     Value row_i = row_at(rb, lu, hlo::broadcast_in_dim(rb, i, batch, {}));
@@ -90,7 +91,6 @@ LuResult lu_factor(Builder& b, const Value& a) {
     Value c_eq = hlo::compare(rb, cid, isb, "EQ");
     Value updated = hlo::sub(rb, lu, hlo::mul(rb, lb, ub));
     lu = hlo::select(rb, r_gt, hlo::select(rb, c_gt, updated, hlo::select(rb, c_eq, lb, lu)), lu);
-    (void)t;
     // Record the pivot (1-based) and the first zero pivot.
     Type piv_i{DType::I64, piv.shape()};
     Value at = hlo::compare(rb, hlo::iota(rb, piv_i, r - 2), scalar_to(rb, i, piv.shape()), "EQ");
@@ -158,9 +158,9 @@ Value lu_solve_left(Builder& b, const Value& lu, const Value& pivots, const Valu
     y = triangular_solve(b, lu, y, true, true, true, false);
     return triangular_solve(b, lu, y, true, false, false, false);
   }
-  // U^T L^T P^T X = B
-  Value y = triangular_solve(b, lu, rhs, true, false, false, true);
-  y = triangular_solve(b, lu, y, true, true, true, true);
+  // U^H L^H P^T X = B
+  Value y = triangular_solve(b, lu, rhs, true, false, false, true, true);
+  y = triangular_solve(b, lu, y, true, true, true, true, true);
   return matmul(b, p, y);
 }
 
@@ -168,8 +168,8 @@ Value lu_solve_left(Builder& b, const Value& lu, const Value& pivots, const Valu
 
 Value lu_solve(Builder& b, const Value& lu, const Value& pivots, const Value& rhs, bool left, bool adjoint) {
   if (left) return lu_solve_left(b, lu, pivots, rhs, adjoint);
-  // X A = B  <=>  A^T X^T = B^T
-  return mT(b, lu_solve_left(b, lu, pivots, mT(b, rhs), !adjoint));
+  // X A = B  <=>  A^H X^H = B^H (and X A^H = B <=> A X^H = B^H); mH is mT for real dtypes.
+  return mH(b, lu_solve_left(b, lu, pivots, mH(b, rhs), !adjoint));
 }
 
 }  // namespace tpu::lowering::linalg

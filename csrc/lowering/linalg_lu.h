@@ -19,7 +19,7 @@ Value pivots_to_permutation(Builder& b, const Value& pivots, int64_t m);
 Value permutation_matrix(Builder& b, const Value& perm, DType dtype);
 
 // X with op(A) X = rhs (left) or X op(A) = rhs, A = P L U given by (lu, pivots) of matching
-// batch; op is the transpose when `adjoint`.
+// batch; op is the conjugate transpose when `adjoint`.
 Value lu_solve(Builder& b, const Value& lu, const Value& pivots, const Value& rhs, bool left, bool adjoint);
 
 }  // namespace tpu::lowering::linalg

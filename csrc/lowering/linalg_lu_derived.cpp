@@ -29,7 +29,6 @@ Value all_zero(ir::Builder& b, const Value& info) {
 
 // linalg_inv_ex(A, *, check_errors=False) -> (inverse, info)
 std::vector<Value> lower_linalg_inv_ex(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_inv_ex");
   Value a = c.tensor(0);
   linalg::LuResult f = linalg::lu_factor(c.b, a);
   Value x = linalg::lu_solve(c.b, f.lu, f.pivots, linalg::eye(c.b, a.type), true, false);
@@ -43,7 +42,6 @@ std::vector<Value> lower_linalg_inv_ex(Ctx& c) {
 
 // _linalg_solve_ex(A, B, *, left=True, check_errors=False) -> (result, LU, pivots, info)
 std::vector<Value> lower_linalg_solve_ex(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_solve_ex");
   Value a = c.tensor(0), rhs = c.tensor(1);
   bool left = c.bool_arg(2);
   // B is a (batch of) vector(s) when 1-d or shaped like A without its last dimension.

@@ -1,5 +1,5 @@
 // The LU family on linalg::lu_factor: linalg_lu_factor_ex, linalg_lu, lu_unpack and
-// linalg_lu_solve (real dtypes).
+// linalg_lu_solve, for real and complex dtypes.
 #include "lowering/hlo.h"
 #include "lowering/linalg_lu.h"
 #include "lowering/registry.h"
@@ -42,7 +42,6 @@ std::vector<Value> unpack(Ctx& c, const Value& lu, const Value& pivots, int firs
 
 // linalg_lu_factor_ex(A, *, pivot=True, check_errors=False) -> (LU, pivots, info)
 std::vector<Value> lower_linalg_lu_factor_ex(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_lu_factor_ex");
   linalg::LuResult f = linalg::lu_factor(c.b, c.tensor(0));
   if (c.bool_arg(2)) {
     Value ok = hlo::compare(c.b, f.info, hlo::full(c.b, f.info.type, 0), "EQ");
@@ -57,20 +56,15 @@ std::vector<Value> lower_linalg_lu_factor_ex(Ctx& c) {
 
 // linalg_lu(A, *, pivot=True) -> (P, L, U)
 std::vector<Value> lower_linalg_lu(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_lu");
   linalg::LuResult f = linalg::lu_factor(c.b, c.tensor(0));
   return unpack(c, f.lu, f.pivots, 0);
 }
 
 // lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True) -> (P, L, U)
-std::vector<Value> lower_lu_unpack(Ctx& c) {
-  linalg::require_real(c.tensor(0), "lu_unpack");
-  return unpack(c, c.tensor(0), c.tensor(1), 0);
-}
+std::vector<Value> lower_lu_unpack(Ctx& c) { return unpack(c, c.tensor(0), c.tensor(1), 0); }
 
 // linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False)
 std::vector<Value> lower_linalg_lu_solve(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_lu_solve");
   ir::Shape batch = linalg::batch_of(c.out().shape);
   Value lu = linalg::broadcast_batch(c.b, c.tensor(0), batch);
   Value piv = linalg::broadcast_batch(c.b, c.tensor(1), batch, 1);

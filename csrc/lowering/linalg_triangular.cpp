@@ -13,7 +13,6 @@ using ir::Value;
 // linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False): self X = B
 // (left) or X self = B.
 std::vector<Value> lower_linalg_solve_triangular(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_solve_triangular");
   ir::Shape batch = linalg::batch_of(c.out().shape);
   Value a = linalg::broadcast_batch(c.b, c.tensor(0), batch);
   Value rhs = linalg::broadcast_batch(c.b, c.tensor(1), batch);
@@ -23,7 +22,6 @@ std::vector<Value> lower_linalg_solve_triangular(Ctx& c) {
 // triangular_solve(self, A, upper=True, transpose=False, unitriangular=False)
 //   -> (solution, cloned_coefficient): op(A) X = self.
 std::vector<Value> lower_triangular_solve(Ctx& c) {
-  linalg::require_real(c.tensor(0), "triangular_solve");
   ir::Shape batch = linalg::batch_of(c.out(0).shape);
   Value rhs = linalg::broadcast_batch(c.b, c.tensor(0), batch);
   Value a = linalg::broadcast_batch(c.b, c.tensor(1), batch);

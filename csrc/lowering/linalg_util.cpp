@@ -20,6 +20,22 @@ Value mT(Builder& b, const Value& x) {
   return hlo::transpose(b, x, perm);
 }
 
+Value conj(Builder& b, const Value& x) {
+  if (!ir::is_complex(x.dtype())) return x;
+  Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  Value re = b.op1("stablehlo.real", {x}, part), im = b.op1("stablehlo.imag", {x}, part);
+  return b.op1("stablehlo.complex", {re, hlo::neg(b, im)}, x.type);
+}
+
+Value mH(Builder& b, const Value& x) { return conj(b, mT(b, x)); }
+
+Value cabs1(Builder& b, const Value& x) {
+  if (!ir::is_complex(x.dtype())) return hlo::unary(b, "stablehlo.abs", x);
+  Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  return hlo::add(b, hlo::unary(b, "stablehlo.abs", b.op1("stablehlo.real", {x}, part)),
+                  hlo::unary(b, "stablehlo.abs", b.op1("stablehlo.imag", {x}, part)));
+}
+
 Value matmul(Builder& b, const Value& x, const Value& y) {
   std::vector<int64_t> batch;
   for (int i = 0; i < x.rank() - 2; ++i) batch.push_back(i);
@@ -90,14 +106,18 @@ Value elem_at(Builder& b, const Value& x, const Value& idx) {
 }
 
 Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, bool lower,
-                       bool unit_diagonal, bool transpose_a) {
+                       bool unit_diagonal, bool transpose_a, bool conjugate) {
   if (rhs.type.numel() == 0) return hlo::full(b, rhs.type, 0);
   // Zero the unused triangle so no implementation reads garbage from it.
   Value tri = lower ? tril(b, a) : triu(b, a);
-  std::string attrs =
-      std::string("left_side = ") + (left ? "true" : "false") + ", lower = " + (lower ? "true" : "false") +
-      ", unit_diagonal = " + (unit_diagonal ? "true" : "false") + ", transpose_a = #stablehlo<transpose " +
-      (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">";
+  // Real matrices keep TRANSPOSE (their adjoint), complex ones ask for ADJOINT when conjugated.
+  const char* op = !transpose_a                             ? "NO_TRANSPOSE"
+                   : conjugate && ir::is_complex(a.dtype()) ? "ADJOINT"
+                                                            : "TRANSPOSE";
+  std::string attrs = std::string("left_side = ") + (left ? "true" : "false") +
+                      ", lower = " + (lower ? "true" : "false") +
+                      ", unit_diagonal = " + (unit_diagonal ? "true" : "false") +
+                      ", transpose_a = #stablehlo<transpose " + op + ">";
   return b.op1("stablehlo.triangular_solve", {tri, rhs}, rhs.type, attrs);
 }
 

@@ -20,6 +20,12 @@ void require_real(const Value& x, const char* op);
 
 // Swaps the last two dimensions (x.mT).
 Value mT(Builder& b, const Value& x);
+// The complex conjugate (x itself when real) and the conjugate transpose x.mH.
+Value conj(Builder& b, const Value& x);
+Value mH(Builder& b, const Value& x);
+// |Re x| + |Im x| for complex x (|x| when real), in x's real dtype: the magnitude LAPACK's
+// i?amax compares, so pivots are chosen as getrf chooses them.
+Value cabs1(Builder& b, const Value& x);
 // Batched matrix product [..., m, k] @ [..., k, n] (identical batch dimensions), in x's dtype.
 Value matmul(Builder& b, const Value& x, const Value& y);
 // x broadcast to `batch` + its own last `keep` dimensions.
@@ -43,9 +49,10 @@ Value row_at(Builder& b, const Value& x, const Value& idx);
 Value elem_at(Builder& b, const Value& x, const Value& idx);
 
 // stablehlo.triangular_solve: op(a) x = rhs (left) or x op(a) = rhs (right); a is square with
-// the batch dimensions of rhs. Only the named triangle of `a` is read.
+// the batch dimensions of rhs. Only the named triangle of `a` is read. op is the transpose when
+// `transpose_a`, conjugated as well (the adjoint) when `conjugate` and a is complex.
 Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, bool lower,
-                       bool unit_diagonal, bool transpose_a);
+                       bool unit_diagonal, bool transpose_a, bool conjugate = false);
 
 // A counted loop: for i in [0, n): state = body(i, state). `i` is a 0-d i64. Every value the
 // body uses must be passed in `state` (or created inside it): regions capture nothing.
