@@ -425,3 +425,19 @@ def test_complex_triangular_solve(dtype, transpose):
         dtype=dtype,
     )
     check_op(fn, b, a, w, grad=True, **tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_complex_det_slogdet(dtype):
+    tol = CTOL[dtype]
+    a = noncontiguous(cmat(2, 4, 4, dtype=dtype, seed=10)).requires_grad_()
+    fn, w = weighted(torch.linalg.det, (2,), dtype=dtype)
+    check_op(fn, a, w, grad=True, **tol)
+    # sign is complex (|sign| = 1), logabsdet real; both differentiable.
+    check_op(lambda x: torch.linalg.slogdet(x).sign.real, a, grad=True, **tol)
+    check_op(lambda x: torch.linalg.slogdet(x).logabsdet, a, grad=True, **tol)
+    check_op(torch.linalg.slogdet, a.detach(), **tol)
+    # A singular one: det 0, sign 0 and logabsdet -inf as on the CPU.
+    singular = torch.ones(2, 3, 3, dtype=dtype) * (1 - 2j)
+    check_op(torch.linalg.slogdet, singular, **tol)
+    check_op(torch.linalg.det, singular, **tol)

@@ -3,9 +3,10 @@
 //
 // _linalg_solve_ex, _linalg_det and _linalg_slogdet also return the LU and pivots, which their
 // backward formulas reuse, so they must factor the same matrix as PyTorch: solve_ex factors A;
-// det and slogdet factor A^T when A is contiguous (a cheaper layout for LAPACK, det(A^T) =
-// det(A)) and their backward solves accordingly (adjoint = !use_A_T). A lowering only sees
-// values, so det and slogdet always factor A^T for real dtypes: the contiguous case.
+// det and slogdet factor A^T when A is real and contiguous (a cheaper layout for LAPACK,
+// det(A^T) = det(A)) and their backward solves accordingly (adjoint = !use_A_T). A lowering
+// only sees values, so det and slogdet always factor A^T for real dtypes (the contiguous case)
+// and A itself for complex ones, as PyTorch does for every complex A.
 #include "lowering/hlo.h"
 #include "lowering/linalg_lu.h"
 #include "lowering/reduce_util.h"
@@ -77,11 +78,13 @@ Value pivots_sign(ir::Builder& b, const Value& pivots, DType dtype) {
   return reduce::prod(b, f, {pivots.rank() - 1});
 }
 
+// The matrix PyTorch's det and slogdet factor (see the top of the file).
+Value factored(ir::Builder& b, const Value& a) { return ir::is_complex(a.dtype()) ? a : linalg::mT(b, a); }
+
 // _linalg_det(A) -> (result, LU, pivots): det = sign(P) * prod(diag(U)).
 std::vector<Value> lower_linalg_det(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_det");
   Value a = c.tensor(0);
-  linalg::LuResult f = linalg::lu_factor(c.b, linalg::mT(c.b, a));
+  linalg::LuResult f = linalg::lu_factor(c.b, factored(c.b, a));
   Value d = linalg::diagonal(c.b, f.lu);
   Value det = hlo::mul(c.b, pivots_sign(c.b, f.pivots, a.dtype()), reduce::prod(c.b, d, {d.rank() - 1}));
   return {det, f.lu, f.pivots};
@@ -89,15 +92,15 @@ std::vector<Value> lower_linalg_det(Ctx& c) {
 
 // _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots)
 std::vector<Value> lower_linalg_slogdet(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_slogdet");
   Value a = c.tensor(0);
-  linalg::LuResult f = linalg::lu_factor(c.b, linalg::mT(c.b, a));
+  linalg::LuResult f = linalg::lu_factor(c.b, factored(c.b, a));
   Value d = linalg::diagonal(c.b, f.lu);
   int last = d.rank() - 1;
+  // sign(d) is d / |d| (0 at 0) for complex d as well; |d| is real, the logabsdet's dtype.
   Value sgn = hlo::mul(c.b, pivots_sign(c.b, f.pivots, a.dtype()),
                        reduce::prod(c.b, hlo::unary(c.b, "stablehlo.sign", d), {last}));
-  Value logabs =
-      reduce::sum(c.b, hlo::unary(c.b, "stablehlo.log", hlo::unary(c.b, "stablehlo.abs", d)), {last});
+  Value abs = c.b.op1("stablehlo.abs", {d}, hlo::with_dtype(d.type, ir::real_type(d.dtype())));
+  Value logabs = reduce::sum(c.b, hlo::unary(c.b, "stablehlo.log", abs), {last});
   return {sgn, logabs, f.lu, f.pivots};
 }
 
