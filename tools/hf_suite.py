@@ -12,7 +12,8 @@ becomes a link to the installed package); `--extra DIR` adds the testers in `DIR
 `TRANSFORMERS_TEST_DEVICE=cpu` and `=tpu`, and the two JUnit reports are compared test by test:
 the script prints, per family, the counts and every test that passes on CPU but fails or is
 skipped on `tpu`, grouped by cause (the failure's first line with numbers and addresses
-masked). `--markdown FILE` writes the same report as Markdown. The exit status is 1 when some
+masked). `--markdown FILE` writes the same report as Markdown, keeping a hand-written section
+that starts with "## Notes" at its end. The exit status is 1 when some
 test passes on CPU and not on `tpu`.
 """
 
@@ -26,6 +27,8 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+
+NOTES = "## Notes"
 
 
 def _scratch_tree(tree, extra):
@@ -161,6 +164,13 @@ def main():
         import transformers
 
         command = " ".join(["python tools/hf_suite.py", *sys.argv[1:]])
+        # Hand-written analysis below NOTES survives regeneration.
+        notes = ""
+        if os.path.exists(args.markdown):
+            with open(args.markdown) as f:
+                old = f.read()
+            if NOTES in old:
+                notes = "\n" + old[old.index(NOTES) :]
         with open(args.markdown, "w") as f:
             f.write(
                 text.replace(
@@ -174,6 +184,7 @@ def main():
                 "skipped on tpu by cause, and separately the accelerator-only tests (skipped on CPU) "
                 "that fail on tpu.\n"
             )
+            f.write(notes)
     shutil.rmtree(work, ignore_errors=True)
     sys.exit(0 if clean else 1)
 
