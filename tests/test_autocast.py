@@ -11,8 +11,6 @@ import torch.nn.functional as F
 import torch.tpu.amp  # the module path CUDA code spells torch.cuda.amp
 from op_check import assert_same, noncontiguous
 
-import torch_tpu
-
 pytestmark = pytest.mark.usefixtures("each_mode")
 
 LOW_DTYPES = [torch.bfloat16, torch.float16]
@@ -178,8 +176,6 @@ def test_custom_fwd_casts_inputs():
 
 
 def test_compiled_autocast_matches_eager():
-    if torch_tpu.get_eager_mode() != "strict":
-        pytest.skip("torch.compile runs fused graphs whatever the eager mode: checked once")
     model = _mlp().to("tpu")
     x = _rand(2, 3, 6, 6).to("tpu")
 

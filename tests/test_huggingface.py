@@ -4,7 +4,6 @@ implementations, MoE experts; accelerate; diffusers pipelines. Models are built 
 configs (no hub downloads)."""
 
 import tempfile
-import warnings
 
 import accelerate
 import diffusers
@@ -20,8 +19,6 @@ from transformers import (
     MixtralConfig,
     MixtralForCausalLM,
 )
-
-warnings.filterwarnings("ignore", message=".*attention mask.*")
 
 
 def _llama(seed=0, **kw):

@@ -6,7 +6,7 @@ import torch
 __all__ = ["autocast", "GradScaler"]
 
 
-class autocast(torch.amp.autocast):  # noqa: N801 (torch's spelling)
+class autocast(torch.amp.autocast):
     """`torch.autocast("tpu", ...)`; `dtype` defaults to `torch.get_autocast_dtype("tpu")`
     (bfloat16 unless changed with `torch.set_autocast_dtype`)."""
 
