@@ -37,6 +37,10 @@ using ir::Value;
 
 // ---- scalar and vector helpers for one complex matrix [n, n] -------------------------------
 
+// |Re x| + |Im x| (LAPACK's cheap magnitude, for convergence tests and pivots) and the conjugate.
+using linalg::cabs1;
+using linalg::conj;
+
 Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
 
 Value re(Builder& b, const Value& x) {
@@ -49,13 +53,8 @@ Value make_complex(Builder& b, const Value& r, const Value& i) {
   DType ct = r.dtype() == DType::F64 ? DType::C128 : DType::C64;
   return b.op1("stablehlo.complex", {r, i}, hlo::with_dtype(r.type, ct));
 }
-Value conj(Builder& b, const Value& x) { return make_complex(b, re(b, x), hlo::neg(b, im(b, x))); }
 // A real value as a complex one of the same shape.
 Value to_complex(Builder& b, const Value& r) { return make_complex(b, r, hlo::full(b, r.type, 0)); }
-// |Re x| + |Im x|: LAPACK's cheap magnitude for convergence tests and pivots.
-Value cabs1(Builder& b, const Value& x) {
-  return hlo::add(b, hlo::unary(b, "stablehlo.abs", re(b, x)), hlo::unary(b, "stablehlo.abs", im(b, x)));
-}
 // |x| of a complex x, real (hlo::unary would keep the complex type).
 Value cabs(Builder& b, const Value& x) {
   return b.op1("stablehlo.abs", {x}, hlo::with_dtype(x.type, ir::real_type(x.dtype())));

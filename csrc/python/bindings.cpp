@@ -122,7 +122,8 @@ PYBIND11_MODULE(_C, m) {
     d["attributes"] = c.plugin().attributes();
     return d;
   });
-  // HANDLE_TH_ERRORS: an out-of-memory error reaches Python as torch.OutOfMemoryError.
+  // HANDLE_TH_ERRORS: c10 errors (out of memory, failed device-side checks) reach Python as the
+  // exception classes torch gives them (torch.OutOfMemoryError, IndexError, LinAlgError).
   m.def("_synchronize", [] {
     HANDLE_TH_ERRORS
     try {
