@@ -203,6 +203,34 @@ def test_resize_and_set():
     assert_same(u, torch.arange(6.0).as_strided((2, 2), (2, 1), 2))
 
 
+def test_storage_resize_frees_and_reallocates():
+    # FSDP2 frees unsharded parameters with untyped_storage().resize_(0) and resizes back
+    # before the next all-gather writes them.
+    cpu = torch.arange(8.0)
+    x = cpu.to("tpu")
+    torch.tpu.synchronize()
+    before = torch.tpu.memory_allocated()
+    for t in (cpu, x):
+        t.untyped_storage().resize_(0)
+        assert t.untyped_storage().nbytes() == 0
+    assert torch.tpu.memory_allocated() == before - 32
+    for t in (cpu, x):
+        t.untyped_storage().resize_(32)
+        assert t.untyped_storage().nbytes() == 32
+        t.copy_(torch.arange(8.0) * 2)
+    assert_same(x, cpu)
+    # Shrinking keeps the leading bytes, growing keeps the contents, as on CPU.
+    for t in (cpu, x):
+        t.untyped_storage().resize_(16)
+        t.untyped_storage().resize_(32)
+    assert_same(x[:4], cpu[:4])
+    y = torch.arange(6, dtype=torch.int16, device="tpu")
+    y.untyped_storage().resize_(5)  # not a whole number of elements
+    assert y.untyped_storage().nbytes() == 5
+    y.untyped_storage().resize_(12)
+    assert_same(y[:2], torch.arange(2, dtype=torch.int16))
+
+
 def test_mixing_cpu_and_tpu_is_an_error():
     with pytest.raises(RuntimeError, match="same device"):
         torch.ones(3, device="tpu").copy_(torch.ones(3)).add_(torch.ones(3))

@@ -50,24 +50,32 @@ at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
   return t;
 }
 
-// Grows a storage to `nbytes`; existing contents are kept (through the host: resizing a
-// storage is rare and never on a hot path).
-void grow_storage(const c10::Storage& storage, size_t nbytes) {
-  if (nbytes <= storage.nbytes()) return;
+// Gives a storage a new allocation of `nbytes`, keeping the first min(old, new) bytes of its
+// contents (through the host: reallocating a storage is rare and never on a hot path). Size 0
+// frees the device buffer, as FSDP2's `untyped_storage().resize_(0)` expects.
+void reallocate_storage(const c10::Storage& storage, size_t nbytes) {
   exec::Storage* old = static_cast<exec::Storage*>(storage.data_ptr().get_context());
   c10::DeviceIndex saved = current_device();
   set_current_device(static_cast<c10::DeviceIndex>(old->device));
   c10::DataPtr fresh = tpu_allocator()->allocate(nbytes);
   set_current_device(saved);
   auto* s = static_cast<exec::Storage*>(fresh.get_context());
-  if (runtime::BufferPtr old_buffer = exec::concrete_buffer(old)) {
-    std::vector<uint8_t> host(nbytes, 0);
+  runtime::BufferPtr old_buffer = nbytes > 0 ? exec::concrete_buffer(old) : nullptr;
+  if (old_buffer) {
+    std::vector<uint8_t> host(std::max<size_t>(nbytes, old_buffer->size_in_bytes()), 0);
     exec::download(*old_buffer, host.data(), static_cast<size_t>(old_buffer->size_in_bytes()));
-    int64_t n = static_cast<int64_t>(nbytes) / ir::itemsize(old->dtype);
-    s->set_buffer(exec::upload(host.data(), old->dtype, {n}, old->device), old->dtype);
+    // Typed as before when the new size allows it; bytes otherwise (read back bit for bit).
+    ir::DType dtype = nbytes % ir::itemsize(old->dtype) == 0 ? old->dtype : ir::DType::U8;
+    int64_t n = static_cast<int64_t>(nbytes) / ir::itemsize(dtype);
+    s->set_buffer(exec::upload(host.data(), dtype, {n}, old->device), dtype);
   }
   const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
   const_cast<c10::Storage&>(storage).set_nbytes(nbytes);
+}
+
+// Tensor resizes only ever grow their storage, as on CPU.
+void grow_storage(const c10::Storage& storage, size_t nbytes) {
+  if (nbytes > storage.nbytes()) reallocate_storage(storage, nbytes);
 }
 
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
@@ -269,7 +277,9 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 }  // namespace
 
-void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) { grow_storage(storage, nbytes); }
+void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
+  if (nbytes != storage.nbytes()) reallocate_storage(storage, nbytes);
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty));

@@ -21,7 +21,8 @@ void set_current_device(c10::DeviceIndex d);
 c10::DeviceIndex device_count();
 
 std::vector<int64_t> dense_strides(c10::IntArrayRef sizes);
-// Grows a storage in place to `nbytes`, keeping its contents.
+// untyped_storage().resize_(nbytes): a new allocation keeping the first min(old, new) bytes;
+// 0 frees the device buffer.
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
 // Adds `t`'s storage (deduplicated) and view to `call`; returns the view index.
 int add_view(exec::OpCall& call, const at::Tensor& t);
