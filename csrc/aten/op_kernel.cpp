@@ -455,8 +455,10 @@ bool takes_static_mask(const OpBinding& bind) {
 // ATen lets through to backends that read the bits themselves (mm, bmm, addmm, dot, ... for
 // BLAS). Lowerings read stored values, so such an input is materialized first; a written one
 // cannot be.
+// Every op runs this check: arguments are only rewritten when a bit is actually set.
+bool has_lazy_bits(const at::Tensor& t) { return t.defined() && (t.is_conj() || t.is_neg()); }
+
 at::Tensor resolved(const at::Tensor& t, bool written, const std::string& op) {
-  if (!t.defined() || !(t.is_conj() || t.is_neg())) return t;
   TORCH_CHECK_NOT_IMPLEMENTED(!written, "torch_tpu: ", op,
                               " cannot write into a conjugate or negative view; call resolve_conj() / "
                               "resolve_neg() on it first");
@@ -469,10 +471,11 @@ void resolve_lazy_bits(torch::jit::Stack::iterator args_begin, const std::vector
     c10::IValue& v = *(args_begin + i);
     const bool written = schema_args[i].alias_info() && schema_args[i].alias_info()->isWrite();
     if (v.isTensor()) {
-      v = resolved(v.toTensor(), written, op);
+      if (has_lazy_bits(v.toTensor())) v = resolved(v.toTensor(), written, op);
     } else if (v.isTensorList()) {
       auto list = v.toTensorList();
-      for (size_t k = 0; k < list.size(); ++k) list.set(k, resolved(list.get(k), written, op));
+      for (size_t k = 0; k < list.size(); ++k)
+        if (has_lazy_bits(list.get(k))) list.set(k, resolved(list.get(k), written, op));
     }
   }
 }

@@ -30,10 +30,6 @@ void require_float32(const Ctx& c, int i, const char* what) {
     throw std::invalid_argument(std::string(what) + " must be a float tensor.");
 }
 
-Value is_finite(ir::Builder& b, const Value& x) {
-  return b.op1("stablehlo.is_finite", {x}, hlo::with_dtype(x.type, DType::Bool));
-}
-
 // Returns the unscaled gradients, then found_inf (schema order of the written arguments).
 std::vector<Value> lower_unscale(Ctx& c) {
   const std::vector<Value>& grads = c.arg(0).values;
@@ -51,7 +47,7 @@ std::vector<Value> lower_unscale(Ctx& c) {
     // float32 opmath for half types; float64 gradients are scaled in double (val * (double)inv).
     const DType t = g.dtype() == DType::F64 ? DType::F64 : DType::F32;
     Value x = hlo::convert(c.b, g, t);
-    Value bad = hlo::logical_not(c.b, is_finite(c.b, x));
+    Value bad = hlo::logical_not(c.b, hlo::is_finite(c.b, x));
     std::vector<int64_t> dims(g.rank());
     for (int64_t d = 0; d < g.rank(); ++d) dims[d] = d;
     if (g.rank() > 0) bad = hlo::reduce(c.b, bad, hlo::constant(c.b, DType::Bool, 0), dims, "stablehlo.or");
@@ -88,7 +84,7 @@ std::vector<Value> lower_update_scale(Ctx& c) {
   // The int tracker is compared with the int64 interval as C++ does, after promotion.
   Value reached = hlo::compare(c.b, hlo::convert(c.b, successful, DType::I64),
                                hlo::constant_int(c.b, DType::I64, c.int_arg(5)), "EQ");
-  Value grow = hlo::binary(c.b, "stablehlo.and", reached, is_finite(c.b, grown));
+  Value grow = hlo::binary(c.b, "stablehlo.and", reached, hlo::is_finite(c.b, grown));
   Value new_scale = hlo::select(c.b, found, backed_off, hlo::select(c.b, grow, grown, scale));
   Value zero = hlo::constant_int(c.b, DType::I32, 0);
   Value new_tracker = hlo::select(c.b, found, zero, hlo::select(c.b, reached, zero, successful));

@@ -253,6 +253,10 @@ Value select(Builder& b, const Value& pred, const Value& on_true, const Value& o
 
 Value logical_not(Builder& b, const Value& x) { return unary(b, "stablehlo.not", x); }
 
+Value is_finite(Builder& b, const Value& x) {
+  return b.op1("stablehlo.is_finite", {x}, with_dtype(x.type, DType::Bool));
+}
+
 Value scalar_like(Builder& b, const Value& x, double v) { return full(b, x.type, v); }
 
 std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,

@@ -54,6 +54,8 @@ Value neg(Builder& b, const Value& x);
 Value compare(Builder& b, const Value& x, const Value& y, const std::string& dir);
 Value select(Builder& b, const Value& pred, const Value& on_true, const Value& on_false);
 Value logical_not(Builder& b, const Value& x);
+// i1 of x's shape: neither inf nor NaN (x real floating point).
+Value is_finite(Builder& b, const Value& x);
 // x with y's shape-compatible scalar of the same dtype, e.g. x * 0.5
 Value scalar_like(Builder& b, const Value& x, double v);
 

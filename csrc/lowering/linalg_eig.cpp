@@ -408,10 +408,8 @@ Value balance_scale(Builder& b, const Value& m) {
 
 // 0-d i1: every element of a is finite.
 Value all_finite(Builder& b, const Value& a) {
-  auto finite = [&b](const Value& x) {
-    return b.op1("stablehlo.is_finite", {x}, hlo::with_dtype(x.type, DType::Bool));
-  };
-  Value fin = ir::is_complex(a.dtype()) ? land(b, finite(re(b, a)), finite(im(b, a))) : finite(a);
+  Value fin = ir::is_complex(a.dtype()) ? land(b, hlo::is_finite(b, re(b, a)), hlo::is_finite(b, im(b, a)))
+                                        : hlo::is_finite(b, a);
   std::vector<int64_t> dims;
   for (int i = 0; i < fin.rank(); ++i) dims.push_back(i);
   return reduce::min(b, fin, dims);

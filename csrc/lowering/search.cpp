@@ -117,9 +117,7 @@ std::vector<Value> lower_histc(Ctx& c) {
   Value same = hlo::compare(c.b, lo, hi, "EQ");
   lo = hlo::select(c.b, same, hlo::sub(c.b, lo, hlo::full(c.b, scalar, 1)), lo);
   hi = hlo::select(c.b, same, hlo::add(c.b, hi, hlo::full(c.b, scalar, 1)), hi);
-  Value finite =
-      hlo::binary(c.b, "stablehlo.and", c.b.op1("stablehlo.is_finite", {lo}, Type{DType::Bool, {}}),
-                  c.b.op1("stablehlo.is_finite", {hi}, Type{DType::Bool, {}}));
+  Value finite = hlo::binary(c.b, "stablehlo.and", hlo::is_finite(c.b, lo), hlo::is_finite(c.b, hi));
   c.require(finite, "torch.histc: range of [min, max] is not finite");
   c.require(hlo::compare(c.b, lo, hi, "LT"), "torch.histc: max must be larger than min");
 
