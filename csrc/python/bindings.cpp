@@ -29,6 +29,8 @@ bool cpu_fallback_enabled();
 namespace py = pybind11;
 using namespace tpu;
 
+void init_distributed_bindings(py::module& m);
+
 namespace {
 
 // Maps a line of FX-generated code ("<eval_with_key>.N ...", a compiled graph) to the user's
@@ -101,6 +103,7 @@ struct ReplayableGraph : aten::ReplayableGraph {};
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
+  init_distributed_bindings(m);
   exec::set_source_location_hook(&user_source_location);
   m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
         py::arg("error"));

@@ -1,0 +1,29 @@
+// Host staging for the tpu_dist backend: tpu tensors are copied to CPU tensors that torch's
+// Gloo backend can send, and results are copied back through the original (possibly strided)
+// tpu tensors. Copies go through the ordinary ATen copy kernels, so fused work pending on a tensor
+// is materialized first and a write-back into a view reaches its base.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <vector>
+
+namespace tpu::distributed {
+
+// Gloo's reductions lack some integer types; these are reduced in a wider type instead, which
+// gives the same bits after the narrowing copy back (two's-complement wrap-around).
+at::ScalarType reduction_staging_type(at::ScalarType t);
+
+// A contiguous CPU copy of `t`, converted to `as`.
+at::Tensor to_host(const at::Tensor& t, at::ScalarType as);
+// A contiguous CPU copy of `t`, seen as bytes (data movement needs no element type).
+at::Tensor to_host_bytes(const at::Tensor& t);
+// An uninitialised contiguous CPU tensor shaped like `t`, of type `as`.
+at::Tensor host_like(const at::Tensor& t, at::ScalarType as);
+// Bytes of a CPU tensor made by host_like/to_host (a flat uint8 view of the same memory).
+at::Tensor bytes(const at::Tensor& host);
+
+std::vector<at::Tensor> to_host(const std::vector<at::Tensor>& ts, at::ScalarType as);
+// Copies each host result back into its tpu tensor (converting to the tensor's dtype).
+void copy_back(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& host);
+
+}  // namespace tpu::distributed
