@@ -57,12 +57,16 @@ PJRT_Device* Client::device(size_t index) const {
   return devices_[index];
 }
 
-std::string Client::device_kind(size_t index) const {
+PJRT_DeviceDescription* Client::description(size_t index) const {
   TPU_PJRT_ARGS(PJRT_Device_GetDescription_Args, get);
   get.device = device(index);
   check(api(), api()->PJRT_Device_GetDescription(&get), "PJRT_Device_GetDescription");
+  return get.device_description;
+}
+
+std::string Client::device_kind(size_t index) const {
   TPU_PJRT_ARGS(PJRT_DeviceDescription_Kind_Args, kind);
-  kind.device_description = get.device_description;
+  kind.device_description = description(index);
   check(api(), api()->PJRT_DeviceDescription_Kind(&kind), "PJRT_DeviceDescription_Kind");
   return std::string(kind.device_kind, kind.device_kind_size);
 }
@@ -84,7 +88,16 @@ BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type, cons
   return buffer;
 }
 
-ExecutablePtr Client::compile(const std::string& mlir) const {
+int64_t Client::device_id(size_t index) const {
+  TPU_PJRT_ARGS(PJRT_DeviceDescription_Id_Args, id);
+  id.device_description = description(index);
+  check(api(), api()->PJRT_DeviceDescription_Id(&id), "PJRT_DeviceDescription_Id");
+  return id.id;
+}
+
+ExecutablePtr Client::compile(const std::string& mlir) const { return compile(mlir, compile_options_); }
+
+ExecutablePtr Client::compile(const std::string& mlir, const std::string& compile_options) const {
   static const char kFormat[] = "mlir";
   TPU_PJRT_ARGS(PJRT_Program, program);
   program.code = const_cast<char*>(mlir.data());
@@ -94,8 +107,8 @@ ExecutablePtr Client::compile(const std::string& mlir) const {
   TPU_PJRT_ARGS(PJRT_Client_Compile_Args, args);
   args.client = client_;
   args.program = &program;
-  args.compile_options = compile_options_.data();
-  args.compile_options_size = compile_options_.size();
+  args.compile_options = compile_options.data();
+  args.compile_options_size = compile_options.size();
   check(api(), api()->PJRT_Client_Compile(&args), "PJRT_Client_Compile");
   return std::make_shared<Executable>(api(), args.executable);
 }

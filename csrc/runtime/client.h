@@ -34,15 +34,21 @@ class Client {
   size_t device_count() const { return devices_.size(); }
   PJRT_Device* device(size_t index) const;
   std::string device_kind(size_t index) const;
+  // The plugin's global id of device `index` (what a compile-time device assignment names).
+  int64_t device_id(size_t index) const;
 
   // Copies dense host data (major-to-minor) to `device`; the host data may be freed on return.
   BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
                              size_t device) const;
-  // Compiles StableHLO MLIR text (entry function @main).
+  // Compiles StableHLO MLIR text (entry function @main) as a portable single-device program.
   ExecutablePtr compile(const std::string& mlir) const;
+  // The same with explicit CompileOptionsProto bytes (compile_options.h), e.g. N replicas.
+  ExecutablePtr compile(const std::string& mlir, const std::string& compile_options) const;
   ExecutablePtr deserialize(const std::string& bytes) const;
 
  private:
+  PJRT_DeviceDescription* description(size_t index) const;
+
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;

@@ -23,6 +23,15 @@ class Executable {
   // `non_donatable` (argument indices).
   std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device,
                                  const std::vector<int64_t>& non_donatable = {}) const;
+  // Launches a program compiled for N replicas on all of them with ONE Execute call:
+  // `arg_lists[r]` are replica r's arguments (on its device), the result holds replica r's
+  // outputs. One call, not N single-device launches: the plugin schedules the replicas of a
+  // launch together, so their collectives meet; N launches from N threads can deadlock.
+  // Each call gets a fresh launch id, so overlapping launches are told apart.
+  std::vector<std::vector<BufferPtr>> execute_replicated(
+      const std::vector<std::vector<PJRT_Buffer*>>& arg_lists) const;
+  // The devices the program runs on, in replica order (its compile-time device assignment).
+  std::vector<PJRT_Device*> addressable_devices() const;
   // Bytes that Client::deserialize turns back into an equivalent executable.
   std::string serialize() const;
 
