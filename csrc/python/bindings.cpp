@@ -28,6 +28,7 @@ bool cpu_fallback_enabled();
 
 namespace py = pybind11;
 using namespace tpu;
+void init_collective_bindings(py::module& m);  // collective_bindings.cpp
 
 void init_distributed_bindings(py::module& m);
 
@@ -105,6 +106,7 @@ struct ReplayableGraph : aten::ReplayableGraph {};
 PYBIND11_MODULE(_C, m) {
   init_distributed_bindings(m);
   exec::set_source_location_hook(&user_source_location);
+  init_collective_bindings(m);
   m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
         py::arg("error"));
   m.def("_register", [] {
