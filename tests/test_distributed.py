@@ -79,3 +79,20 @@ def test_init_process_group_forms(single_process_group, kwargs):
     objects = [None]
     dist.all_gather_object(objects, {"rank": 0})
     assert objects == [{"rank": 0}]
+
+
+def test_functional_collectives_eager_fused_and_compiled():
+    torchrun("functional.py", 2)
+
+
+@pytest.mark.parametrize(
+    "parallel, env",
+    [
+        ("ddp,tp", {}),
+        ("ddp,tp", {"TORCH_TPU_EAGER_MODE": "fused"}),
+        ("ddp,tp", {"COMPILE": "1"}),
+    ],
+    ids=["strict", "fused", "compiled"],
+)
+def test_training_equals_single_device(parallel, env):
+    torchrun("training.py", 2, env=dict(env, PARALLEL=parallel))

@@ -24,6 +24,10 @@ def transport():
 
 
 def _create_backend(options, backend_options):
+    # Starts the runtime, as creating a NCCL group initializes CUDA: DeviceMesh (and other
+    # launcher-aware code) then sees an initialized device and keeps index 0 instead of calling
+    # set_device(LOCAL_RANK), which names a device this process does not have.
+    _C._device_count()
     # The host transport gets its own key prefix in the group's store: its rendezvous keys never
     # collide with those of a CPU Gloo backend of the same group ("cpu:gloo,tpu:tpu_dist").
     store = dist.PrefixStore("tpu_dist_host/", options.store)
