@@ -8,6 +8,7 @@
 #include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
 #include "exec/fused_graph.h"
+#include "exec/launch_marker.h"
 #include "exec/metrics.h"
 #include "exec/recompile_log.h"
 #include "runtime/pjrt_error.h"
@@ -43,26 +44,11 @@ runtime::BufferPtr zeros_buffer(ir::DType dtype, int64_t numel, int device) {
   return upload(zeros.data(), dtype, {numel}, device);
 }
 
-// Completion events of recent launches, so synchronize() can wait for all launched work.
-// Events, not buffers: holding an output would keep its memory alive and block its donation.
-std::mutex g_pending_mutex;
-std::vector<runtime::Event> g_pending;
-
 }  // namespace
 
-void track(const runtime::BufferPtr& b) {
-  runtime::Event done = b->ready_event();
-  std::vector<runtime::Event> finished;
-  {
-    std::lock_guard<std::mutex> lock(g_pending_mutex);
-    g_pending.push_back(std::move(done));
-    if (g_pending.size() < 512) return;
-    finished.assign(std::make_move_iterator(g_pending.begin()),
-                    std::make_move_iterator(g_pending.begin() + 256));
-    g_pending.erase(g_pending.begin(), g_pending.begin() + 256);
-  }
-  for (auto& e : finished) e.await();
-}
+// Completion events, not buffers, are noted (exec/launch_marker.h): holding an output would keep
+// its memory alive and block its donation.
+void track(const runtime::BufferPtr& b, int device) { note_launch(device, b->ready_event()); }
 
 namespace {
 
@@ -101,33 +87,11 @@ void raise_failed_checks() {
 
 void synchronize() {
   flush();
-  std::vector<runtime::Event> pending;
-  {
-    std::lock_guard<std::mutex> lock(g_pending_mutex);
-    pending.swap(g_pending);
-  }
-  for (auto& e : pending) e.await();
+  await_noted_launches();
   raise_failed_checks();
 }
 
-void forget_out_of_memory_launches() {
-  std::vector<runtime::Event> pending, failed;
-  {
-    std::lock_guard<std::mutex> lock(g_pending_mutex);
-    pending.swap(g_pending);
-  }
-  for (auto& e : pending) {
-    try {
-      e.await();
-    } catch (const runtime::OutOfMemory&) {
-    } catch (const std::exception&) {
-      failed.push_back(std::move(e));  // another error: the next sync reports it
-    }
-  }
-  std::lock_guard<std::mutex> lock(g_pending_mutex);
-  g_pending.insert(g_pending.begin(), std::make_move_iterator(failed.begin()),
-                   std::make_move_iterator(failed.end()));
-}
+void forget_out_of_memory_launches() { await_noted_launches(/*keep_failed_unless_oom=*/true); }
 
 void compile_into(CompiledOp& op, const std::string& mlir, const std::string& what) {
   auto t0 = std::chrono::steady_clock::now();
@@ -226,7 +190,7 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
     for (size_t k = 0; k < num_checks; ++k)
       if (!check_passed(*outs[first_check + k])) throw CheckFailure(op.layout.check_messages[k]);
   } else {
-    if (!outs.empty()) track(outs[0]);
+    if (!outs.empty()) track(outs[0], call.device);
     queue_checks(op.layout.check_messages,
                  std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
   }

@@ -35,8 +35,9 @@ runtime::BufferPtr scalar_buffer(const HostScalar& s, int device);
 // storages) to `args`; `keep` holds the buffers alive through the launch.
 void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& keep,
                            std::vector<PJRT_Buffer*>& args);
-// Remembers launched work so synchronize() can wait for it.
-void track(const runtime::BufferPtr& output);
+// Remembers work launched on `device` (whose first output is `output`) so synchronize() and
+// torch.tpu.Event can wait for it.
+void track(const runtime::BufferPtr& output, int device);
 // Runtime-check flags of launched work, inspected at the next sync.
 void queue_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& flags);
 

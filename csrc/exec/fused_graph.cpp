@@ -109,7 +109,7 @@ std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program,
       program.executable->execute(args, client().device(device), non_donatable);
   counters().executions++;
   const size_t first_check = outs.size() - program.layout.check_messages.size();
-  if (first_check > 0) track(outs[0]);
+  if (first_check > 0) track(outs[0], device);
   queue_checks(program.layout.check_messages,
                std::vector<runtime::BufferPtr>(outs.begin() + first_check, outs.end()));
   outs.resize(first_check);

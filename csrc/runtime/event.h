@@ -1,5 +1,6 @@
 // RAII handle on a PJRT_Event: completion of a transfer or an execution.
 #pragma once
+#include <functional>
 #include <utility>
 
 #include "pjrt_c_api.h"
@@ -20,6 +21,9 @@ class Event {
   bool is_ready() const;
   // Blocks until the event fires; throws PjrtError carrying the plugin's message on failure.
   void await() const;
+  // Calls `fn` once the event fires (at once when it already has), on whichever thread fires
+  // it; `fn` must not block and must not own this Event (it may run after the Event is gone).
+  void on_ready(std::function<void()> fn) const;
 
  private:
   void reset();
