@@ -5,6 +5,15 @@ from collections import namedtuple
 import torch
 
 from torch_tpu import _C, amp
+from torch_tpu.streams import (
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
 
 __all__ = [
     "is_available",
@@ -36,6 +45,12 @@ __all__ = [
     "amp",
     "is_initialized",
     "current_stream",
+    "default_stream",
+    "set_stream",
+    "stream",
+    "Stream",
+    "StreamContext",
+    "Event",
     "_is_in_bad_fork",
 ]
 
@@ -263,26 +278,6 @@ def is_bf16_supported(including_emulation=True):
 
 def get_amp_supported_dtype():
     return [torch.bfloat16, torch.float16]
-
-
-class _Stream:
-    """PJRT runs each device's work in launch order: one stream per device."""
-
-    def __init__(self, device=None):
-        self.device = torch.device("tpu", _index(device))
-
-    def synchronize(self):
-        synchronize()
-
-    def query(self):
-        return True
-
-    def wait_stream(self, stream):
-        pass
-
-
-def current_stream(device=None):
-    return _Stream(device)
 
 
 def _is_in_bad_fork():

@@ -23,12 +23,17 @@ from torch._functorch.aot_autograd import make_boxed_func
 import torch_tpu
 from torch_tpu import _C
 from torch_tpu import device as _device
+from torch_tpu import streams as _streams
 
 __all__ = ["TpuInterface", "tpu_backend"]
 
 
 class TpuInterface(_di.DeviceInterface):
-    """Dynamo's view of the `tpu` device (streams and events are PJRT's launch order)."""
+    """Dynamo's view of the `tpu` device. Stream and Event subclass torch.Stream / torch.Event,
+    as Dynamo requires of a device interface's classes."""
+
+    Stream = _streams.Stream
+    Event = _streams.Event
 
     class device:
         def __new__(cls, device):
@@ -52,7 +57,10 @@ class TpuInterface(_di.DeviceInterface):
     device_count = staticmethod(_device.device_count)
     is_available = staticmethod(_device.is_available)
     synchronize = staticmethod(_device.synchronize)
-    current_stream = staticmethod(_device.current_stream)
+    stream = staticmethod(_streams.stream)
+    current_stream = staticmethod(_streams.current_stream)
+    set_stream = staticmethod(_streams.set_stream)
+    _set_stream_by_id = staticmethod(_streams._set_stream_by_id)
     is_bf16_supported = staticmethod(_device.is_bf16_supported)
 
     @staticmethod

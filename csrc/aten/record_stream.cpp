@@ -10,9 +10,10 @@ namespace tpu::aten {
 namespace {
 
 void record_stream(at::Tensor& self, c10::Stream stream) {
-  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1 && stream.device_index() == self.device().index(),
-              "record_stream: the stream must be on the tensor's device ", self.device(), ", but is on ",
-              stream.device());
+  TORCH_CHECK(
+      stream.device_type() == c10::DeviceType::PrivateUse1 && stream.device_index() == self.device().index(),
+      "record_stream: the stream must be on the tensor's device ", self.device(), ", but is on ",
+      stream.device());
 }
 
 }  // namespace

@@ -179,7 +179,8 @@ void LaunchMarker::await() {
 
 Clock::time_point LaunchMarker::completed_at() {
   await();
-  int64_t latest = std::chrono::duration_cast<std::chrono::nanoseconds>(captured_at_.time_since_epoch()).count();
+  int64_t latest =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(captured_at_.time_since_epoch()).count();
   for (const auto& c : timed_) {
     // The event has fired; its callback may still be running on the thread that fired it.
     int64_t t;

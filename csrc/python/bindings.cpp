@@ -18,6 +18,7 @@
 #include "exec/metrics.h"
 #include "exec/recompile_log.h"
 #include "lowering/registry.h"
+#include "python/stream_bindings.h"
 
 namespace tpu::aten {
 void register_hooks();
@@ -105,6 +106,7 @@ struct ReplayableGraph : aten::ReplayableGraph {};
 
 PYBIND11_MODULE(_C, m) {
   init_distributed_bindings(m);
+  python::init_stream_bindings(m);
   exec::set_source_location_hook(&user_source_location);
   init_collective_bindings(m);
   m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
