@@ -113,8 +113,19 @@ def _wrap(data):
     return Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
 
 
+def _generic_device(device):
+    # torch.accelerator's spelling of `device`, for compiled code.
+    return torch.device("tpu", device) if isinstance(device, int) else torch.device(device)
+
+
 def current_stream(device=None):
     """This thread's current stream of `device` (the current device if None)."""
+    if torch.compiler.is_compiling():
+        # Dynamo traces torch.accelerator.current_stream (the same stream, as a torch.Stream);
+        # torch_tpu._C is opaque to it.
+        if device is None:
+            return torch.accelerator.current_stream()
+        return torch.accelerator.current_stream(_generic_device(device))
     return _wrap(_C._current_stream(_index(device)))
 
 
@@ -164,4 +175,8 @@ class StreamContext:
 
 def stream(stream):
     """Context manager selecting `stream`, like torch.cuda.stream."""
+    if torch.compiler.is_compiling() and stream is not None:
+        # Dynamo traces a torch.Stream used as a context manager, which selects the stream and
+        # its device the same way.
+        return stream
     return StreamContext(stream)

@@ -136,7 +136,11 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return event == nullptr || translating_errors([&] { return marker_of(event).query(); });
   }
   void synchronizeEvent(void* event) const override {
-    if (event != nullptr) translating_errors([&] { marker_of(event).await(); });
+    if (event == nullptr) return;
+    translating_errors([&] {
+      marker_of(event).await();
+      exec::raise_failed_completed_checks();
+    });
   }
   double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
     TORCH_CHECK(start != nullptr && end != nullptr,
@@ -149,7 +153,10 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return translating_errors([&] { return exec::LaunchMarker(stream.device_index(), false).query(); });
   }
   void synchronizeStream(const c10::Stream& stream) const override {
-    translating_errors([&] { exec::LaunchMarker(stream.device_index(), false).await(); });
+    translating_errors([&] {
+      exec::LaunchMarker(stream.device_index(), false).await();
+      exec::raise_failed_completed_checks();
+    });
   }
   // torch.tpu.synchronize(): every device's launched work, and failed runtime checks.
   void synchronizeDevice(const c10::DeviceIndex) const override {

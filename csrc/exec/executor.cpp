@@ -1,5 +1,6 @@
 #include "exec/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -65,6 +66,15 @@ bool check_passed(const runtime::Buffer& ok) {
   return v != 0;
 }
 
+// Raises the first failed check of `checks` (launched earlier, so named as such).
+void raise_first_failed(const std::vector<PendingCheck>& checks) {
+  for (const PendingCheck& c : checks)
+    if (!check_passed(*c.ok))
+      throw CheckFailure(c.message +
+                         " (detected in an earlier op; set TORCH_TPU_LAUNCH_BLOCKING=1 to raise it at the op "
+                         "that caused it)");
+}
+
 }  // namespace
 
 void queue_checks(const std::vector<std::string>& messages, const std::vector<runtime::BufferPtr>& flags) {
@@ -78,11 +88,20 @@ void raise_failed_checks() {
     std::lock_guard<std::mutex> lock(g_checks_mutex);
     checks.swap(g_checks);
   }
-  for (const PendingCheck& c : checks)
-    if (!check_passed(*c.ok))
-      throw CheckFailure(c.message +
-                         " (detected in an earlier op; set TORCH_TPU_LAUNCH_BLOCKING=1 to raise it at the op "
-                         "that caused it)");
+  raise_first_failed(checks);
+}
+
+void raise_failed_completed_checks() {
+  std::vector<PendingCheck> completed;
+  {
+    std::lock_guard<std::mutex> lock(g_checks_mutex);
+    auto running = std::stable_partition(g_checks.begin(), g_checks.end(), [](const PendingCheck& c) {
+      return !c.ok->ready_event().is_ready();
+    });
+    completed.assign(std::make_move_iterator(running), std::make_move_iterator(g_checks.end()));
+    g_checks.erase(running, g_checks.end());
+  }
+  raise_first_failed(completed);
 }
 
 void synchronize() {

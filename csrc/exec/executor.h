@@ -28,6 +28,9 @@ void synchronize();
 void forget_out_of_memory_launches();
 // Raises the first failed runtime check of earlier (strict-mode) launches, if any.
 void raise_failed_checks();
+// The same for the launches that have completed, without waiting for the others (an event's
+// synchronize raises the failed checks of the work it waited for, like a device-side assert).
+void raise_failed_completed_checks();
 
 // Device copy of a runtime scalar (cached: the same values recur).
 runtime::BufferPtr scalar_buffer(const HostScalar& s, int device);

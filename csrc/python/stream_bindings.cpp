@@ -15,7 +15,9 @@ namespace {
 
 using StreamData = std::tuple<int64_t, int, int>;
 
-c10::Device tpu_device(int index) { return c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)); }
+c10::Device tpu_device(int index) {
+  return c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index));
+}
 
 StreamData unpack(const c10::Stream& s) {
   return {s.id(), static_cast<int>(s.device_index()), static_cast<int>(s.device_type())};
@@ -28,7 +30,8 @@ void init_stream_bindings(pybind11::module& m) {
     return unpack(c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).getStream(tpu_device(device)));
   });
   m.def("_default_stream", [](int device) {
-    return unpack(c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).getDefaultStream(tpu_device(device)));
+    return unpack(
+        c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).getDefaultStream(tpu_device(device)));
   });
   // Like torch.cuda.set_stream, also makes the stream's device the current device.
   m.def("_set_stream", [](int64_t stream_id, int device) {
