@@ -87,13 +87,29 @@ class Event(torch.Event):
     """
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        return super().__new__(
+        event = super().__new__(
             cls,
             device="tpu",
             enable_timing=enable_timing,
             blocking=blocking,
             interprocess=interprocess,
         )
+        event._enable_timing = bool(enable_timing)
+        return event
+
+    def elapsed_time(self, end_event):
+        """Milliseconds between the completion of this event's work and of `end_event`'s."""
+        if type(end_event) is torch.Event:
+            return super().elapsed_time(end_event)
+        # torch.Event.elapsed_time takes only an exact torch.Event as `end_event`: the same
+        # checks, in the same order and words, then the device guard's elapsedTime.
+        if not (self._enable_timing and getattr(end_event, "_enable_timing", False)):
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
+        if not (self.event_id and end_event.event_id):
+            raise ValueError("Both events must be recorded before calculating elapsed time.")
+        if not (self.query() and end_event.query()):
+            raise RuntimeError("Both events must be completed before calculating elapsed time.")
+        return _C._elapsed_time(self.event_id, end_event.event_id, self.device.index)
 
     def record(self, stream=None):
         """Marks the work launched so far on `stream`'s device (the current stream if None)."""

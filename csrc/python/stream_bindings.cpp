@@ -41,6 +41,16 @@ void init_stream_bindings(pybind11::module& m) {
     guard.exchangeStream(c10::Stream(c10::Stream::UNSAFE, tpu_device(device), stream_id));
     END_HANDLE_TH_ERRORS_PYBIND
   });
+  // Event.elapsed_time between two events given by their event_id (torch.Event's elapsed_time
+  // accepts only an exact torch.Event as its argument, not a torch.tpu.Event).
+  m.def("_elapsed_time", [](int64_t start_id, int64_t end_id, int device) {
+    HANDLE_TH_ERRORS
+    pybind11::gil_scoped_release release;
+    return c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1)
+        .elapsedTime(reinterpret_cast<void*>(start_id), reinterpret_cast<void*>(end_id),
+                     static_cast<c10::DeviceIndex>(device));
+    END_HANDLE_TH_ERRORS_PYBIND
+  });
 }
 
 }  // namespace tpu::python
