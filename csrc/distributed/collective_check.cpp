@@ -42,9 +42,7 @@ std::string dtype_name(int64_t dtype) {
   return dtype < 0 ? "no tensor" : c10::toString(static_cast<at::ScalarType>(dtype));
 }
 
-[[noreturn]] void fail(const std::string& what) {
-  C10_THROW_ERROR(DistBackendError, "tpu_dist: " + what);
-}
+[[noreturn]] void fail(const std::string& what) { C10_THROW_ERROR(DistBackendError, "tpu_dist: " + what); }
 
 }  // namespace
 
@@ -91,7 +89,8 @@ void check_same_collective(c10d::Backend& host, const CollectiveDescription& min
     bool same_numel = mine.collective == Collective::AllToAll || at_rank(rank, kNumel) == at_rank(0, kNumel);
     if (at_rank(rank, kDtype) != at_rank(0, kDtype) || !same_numel) {
       msg << "passed " << at_rank(rank, kNumel) << " elements of " << dtype_name(at_rank(rank, kDtype))
-          << ", but rank 0 passed " << at_rank(0, kNumel) << " elements of " << dtype_name(at_rank(0, kDtype));
+          << ", but rank 0 passed " << at_rank(0, kNumel) << " elements of "
+          << dtype_name(at_rank(0, kDtype));
       fail(msg.str());
     }
     if (at_rank(rank, kRoot) != at_rank(0, kRoot)) {
@@ -110,8 +109,8 @@ void check_same_collective(c10d::Backend& host, const CollectiveDescription& min
       int64_t expected = at_rank(dst, kFixedFields + world + src);
       if (sent != expected) {
         std::ostringstream msg;
-        msg << name << ": rank " << src << " sends " << sent << " elements to rank " << dst << ", which expects "
-            << expected << " from it (input and output split sizes disagree)";
+        msg << name << ": rank " << src << " sends " << sent << " elements to rank " << dst
+            << ", which expects " << expected << " from it (input and output split sizes disagree)";
         fail(msg.str());
       }
     }

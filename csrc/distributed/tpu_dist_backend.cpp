@@ -72,7 +72,8 @@ c10::intrusive_ptr<c10d::Work> completed(const std::vector<at::Tensor>& results)
   for (const at::Tensor& t : results) {
     if (std::find(devices.begin(), devices.end(), t.device()) == devices.end()) devices.push_back(t.device());
   }
-  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
+  auto future =
+      c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
   future->markCompleted(c10::IValue(results));
   return c10d::Work::create_from_future(future);
 }
@@ -81,8 +82,11 @@ c10::intrusive_ptr<c10d::Work> completed(const std::vector<at::Tensor>& results)
 // can proceed whatever order the ranks use), the copy into the tpu tensor happens in wait().
 class RecvWork final : public c10d::Work {
  public:
-  RecvWork(c10::intrusive_ptr<c10d::Work> host_work, std::vector<at::Tensor> host, std::vector<at::Tensor> dst)
-      : c10d::Work(-1, c10d::OpType::RECV), host_work_(std::move(host_work)), host_(std::move(host)),
+  RecvWork(c10::intrusive_ptr<c10d::Work> host_work, std::vector<at::Tensor> host,
+           std::vector<at::Tensor> dst)
+      : c10d::Work(-1, c10d::OpType::RECV),
+        host_work_(std::move(host_work)),
+        host_(std::move(host)),
         dst_(std::move(dst)) {}
 
   bool isCompleted() override { return done_; }
@@ -118,7 +122,8 @@ CollectiveDescription TpuDistBackend::describe(Collective c, const std::vector<a
   if (!tensors.empty()) d.dtype = static_cast<int64_t>(tensors[0].scalar_type());
   for (const at::Tensor& t : tensors) {
     TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(), "tpu_dist: ", collective_name(c),
-                " expects tensors of one dtype, but got ", tensors[0].scalar_type(), " and ", t.scalar_type());
+                " expects tensors of one dtype, but got ", tensors[0].scalar_type(), " and ",
+                t.scalar_type());
   }
   d.numel = total_numel(tensors);
   return d;
@@ -162,8 +167,8 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce(std::vector<at::Tensor>
   });
 }
 
-c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                                   const c10d::AllreduceCoalescedOptions& opts) {
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   for (at::Tensor& t : tensors) {
     std::vector<at::Tensor> one{t};
     allreduce(one, opts);
@@ -209,8 +214,9 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& outpu
                                                                const c10d::AllgatherOptions& opts) {
   auto d = describe(Collective::AllGather, {input});
   require_tpu(output, Collective::AllGather);
-  TORCH_CHECK(output.numel() == input.numel() * getSize(), "tpu_dist: all_gather_into_tensor: the output has ",
-              output.numel(), " elements, but ", getSize(), " ranks x ", input.numel(), " were expected");
+  TORCH_CHECK(output.numel() == input.numel() * getSize(),
+              "tpu_dist: all_gather_into_tensor: the output has ", output.numel(), " elements, but ",
+              getSize(), " ranks x ", input.numel(), " were expected");
   return run(d, {output}, [&] {
     at::Tensor host_out = host_like(output, output.scalar_type());
     at::Tensor wire_out = bytes(host_out), wire_in = to_host_bytes(input);
@@ -219,10 +225,11 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& outpu
   });
 }
 
-c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
-                                                                   std::vector<at::Tensor>& inputs,
-                                                                   const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), "tpu_dist: all_gather_coalesced expects one output list per input");
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(),
+              "tpu_dist: all_gather_coalesced expects one output list per input");
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::vector<std::vector<at::Tensor>> out{outputs[i]};
     std::vector<at::Tensor> in{inputs[i]};
@@ -231,10 +238,10 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_coalesced(std::vector<s
   return completed(flatten(outputs));
 }
 
-c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                                               std::vector<at::Tensor>& inputs,
-                                                                               const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), "tpu_dist: all_gather_into_tensor_coalesced expects one output per input");
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(),
+              "tpu_dist: all_gather_into_tensor_coalesced expects one output per input");
   for (size_t i = 0; i < inputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
   return completed(outputs);
 }
@@ -313,10 +320,11 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_reduce_scatter_base(at::Tensor& 
   });
 }
 
-c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                                               std::vector<at::Tensor>& inputs,
-                                                                               const c10d::ReduceScatterOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), "tpu_dist: reduce_scatter_tensor_coalesced expects one output per input");
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(),
+              "tpu_dist: reduce_scatter_tensor_coalesced expects one output per input");
   for (size_t i = 0; i < inputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
   return completed(outputs);
 }
@@ -338,7 +346,8 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output,
   d.recv_counts = counts(output, output_split_sizes);
   return run(d, {output}, [&] {
     at::Tensor host_out = host_like(output, output.scalar_type());
-    at::Tensor wire_out = rows_as_bytes(host_out), wire_in = rows_as_bytes(to_host(input, input.scalar_type()));
+    at::Tensor wire_out = rows_as_bytes(host_out),
+               wire_in = rows_as_bytes(to_host(input, input.scalar_type()));
     host_->alltoall_base(wire_out, wire_in, output_split_sizes, input_split_sizes, opts)->wait();
     output.copy_(host_out);
   });

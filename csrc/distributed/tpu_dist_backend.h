@@ -32,7 +32,8 @@ class TpuDistBackend final : public c10d::Backend {
                                            const c10d::AllreduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts) override;
@@ -45,7 +46,8 @@ class TpuDistBackend final : public c10d::Backend {
                                                                  std::vector<at::Tensor>& inputs,
                                                                  const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override;
@@ -54,9 +56,9 @@ class TpuDistBackend final : public c10d::Backend {
                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                                 std::vector<at::Tensor>& inputs,
-                                                                 const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                std::vector<int64_t>& output_split_sizes,
                                                std::vector<int64_t>& input_split_sizes,
@@ -72,8 +74,8 @@ class TpuDistBackend final : public c10d::Backend {
   // Checks that every rank calls the same collective on matching tensors, then runs `body` and
   // turns a failure of the host transport into an error naming the collective.
   template <class Body>
-  c10::intrusive_ptr<c10d::Work> run(const CollectiveDescription& description, std::vector<at::Tensor> results,
-                                     Body body);
+  c10::intrusive_ptr<c10d::Work> run(const CollectiveDescription& description,
+                                     std::vector<at::Tensor> results, Body body);
   CollectiveDescription describe(Collective c, const std::vector<at::Tensor>& tensors) const;
 
   c10::intrusive_ptr<c10d::Backend> host_;

@@ -8,8 +8,8 @@ namespace py = pybind11;
 void init_distributed_bindings(py::module& m) {
   // c10d::Backend is registered by torch (with an intrusive_ptr holder); listing it as the base
   // lets the object be passed wherever torch.distributed expects a backend.
-  py::class_<tpu::distributed::TpuDistBackend, c10d::Backend, c10::intrusive_ptr<tpu::distributed::TpuDistBackend>>(
-      m, "_TpuDistBackend")
+  py::class_<tpu::distributed::TpuDistBackend, c10d::Backend,
+             c10::intrusive_ptr<tpu::distributed::TpuDistBackend>>(m, "_TpuDistBackend")
       .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& host, int rank, int size) {
              return c10::make_intrusive<tpu::distributed::TpuDistBackend>(host, rank, size);
            }),
