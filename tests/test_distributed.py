@@ -86,13 +86,14 @@ def test_functional_collectives_eager_fused_and_compiled():
 
 
 @pytest.mark.parametrize(
-    "parallel, env",
+    "nproc, parallel, env",
     [
-        ("ddp,tp", {}),
-        ("ddp,tp", {"TORCH_TPU_EAGER_MODE": "fused"}),
-        ("ddp,tp", {"COMPILE": "1"}),
+        (2, "ddp,tp,fsdp,fsdp_no_reshard,fsdp_bf16", {}),
+        (2, "ddp,tp,fsdp", {"TORCH_TPU_EAGER_MODE": "fused"}),
+        (2, "ddp,tp,fsdp", {"COMPILE": "1"}),
+        (4, "fsdp_tp", {}),
     ],
-    ids=["strict", "fused", "compiled"],
+    ids=["strict", "fused", "compiled", "fsdp_x_tp"],
 )
-def test_training_equals_single_device(parallel, env):
-    torchrun("training.py", 2, env=dict(env, PARALLEL=parallel))
+def test_training_equals_single_device(nproc, parallel, env):
+    torchrun("training.py", nproc, env=dict(env, PARALLEL=parallel))

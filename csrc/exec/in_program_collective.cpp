@@ -193,14 +193,15 @@ std::vector<runtime::BufferPtr> run_collective(const CollectiveSpec& spec,
   std::vector<std::vector<runtime::BufferPtr>> outs = op->executable->execute_replicated(args);
   counters().executions++;
   std::vector<runtime::BufferPtr> result;
-  for (auto& replica : outs) {
+  for (size_t r = 0; r < outs.size(); ++r) {
+    auto& replica = outs[r];
     if (replica.size() != 1)
       throw std::runtime_error("in-program " + collective_name(spec.kind) + " returned " +
                                std::to_string(replica.size()) + " outputs per replica, expected 1");
     if (mode() == Mode::Debug)
       replica[0]->await_ready();
     else
-      track(replica[0]);
+      track(replica[0], spec.devices[r]);
     result.push_back(std::move(replica[0]));
   }
   return result;
