@@ -97,3 +97,14 @@ def test_functional_collectives_eager_fused_and_compiled():
 )
 def test_training_equals_single_device(nproc, parallel, env):
     torchrun("training.py", nproc, env=dict(env, PARALLEL=parallel))
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_dtensor_redistribute_sequence_parallel_loss_parallel(nproc):
+    torchrun("dtensor.py", nproc)
+
+
+def test_checkpoint_round_trip_and_2_to_4_resharding(tmp_path):
+    env = {"CKPT_DIR": str(tmp_path)}
+    torchrun("checkpoint.py", 2, env=dict(env, PHASE="save"))
+    torchrun("checkpoint.py", 4, env=dict(env, PHASE="load"))
