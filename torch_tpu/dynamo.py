@@ -19,6 +19,7 @@ import torch
 from torch._dynamo import device_interface as _di
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch.fx.passes.split_module import split_module
 
 import torch_tpu
 from torch_tpu import _C
@@ -143,15 +144,64 @@ _TENSOR = object()  # a tensor slot in a captured graph's output template
 
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
-    _index_user_lines(gm)
-    name = gm.forward.__code__.co_filename
     if any(isinstance(x, torch.SymInt) for x in example_inputs):
         warnings.warn(
             "torch_tpu: symbolic shapes are specialized: each new input shape compiles (and "
             "caches) its own XLA program",
             stacklevel=2,
         )
+    if any(_is_collective(n) for n in gm.graph.nodes):
+        gm = _split_at_collectives(gm)
+        return make_boxed_func(gm)
+    return make_boxed_func(_replayable(gm))
 
+
+# Functional collectives (DTensor, FSDP2, torch.compile of torch.distributed code). tpu_dist runs
+# them on the host, outside any program.
+_COLLECTIVE_NAMESPACES = ("_c10d_functional", "_c10d_functional_autograd", "c10d_functional")
+
+
+def _is_collective(node):
+    return (
+        node.op == "call_function"
+        and getattr(node.target, "namespace", None) in _COLLECTIVE_NAMESPACES
+    )
+
+
+class _Replayed(torch.nn.Module):
+    """A piece of a split graph, run as a replayable program."""
+
+    def __init__(self, gm):
+        super().__init__()
+        self.run = _replayable(gm)
+
+    def forward(self, *args):
+        return self.run(*args)
+
+
+def _split_at_collectives(gm):
+    """Cuts the graph at its functional collectives: each stretch of computation between them is
+    its own replayable program, the collectives run eagerly in between. Unsplit, the collectives'
+    host reads would cut the recorded program on every call, so it could never be replayed."""
+    partition, previous, ids = 0, None, {}
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        collective = _is_collective(node)
+        if previous is not None and collective != previous:
+            partition += 1
+        ids[node], previous = partition, collective
+    split = split_module(gm, None, lambda n: ids[n], keep_original_order=True, tuple_return=True)
+    for name, piece in list(split.named_children()):
+        if not any(_is_collective(n) for n in piece.graph.nodes):
+            setattr(split, name, _Replayed(piece))
+    return split
+
+
+def _replayable(gm):
+    """`gm` run through the kernels as one fused program, replayed on later calls."""
+    _index_user_lines(gm)
+    name = gm.forward.__code__.co_filename
     # The first call records the graph through the kernels (one fused program); when that
     # capture is replayable, later calls with the same input layout and non-tensor inputs run
     # the captured program directly.
@@ -191,7 +241,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
                 )
         return out
 
-    return make_boxed_func(run)
+    return run
 
 
 tpu_backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph)
