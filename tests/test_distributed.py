@@ -108,3 +108,8 @@ def test_checkpoint_round_trip_and_2_to_4_resharding(tmp_path):
     env = {"CKPT_DIR": str(tmp_path)}
     torchrun("checkpoint.py", 2, env=dict(env, PHASE="save"))
     torchrun("checkpoint.py", 4, env=dict(env, PHASE="load"))
+
+
+def test_in_program_collectives_equal_host_staged():
+    """Rank 0 runs the in-program collectives over 4 local devices on all ranks' inputs."""
+    torchrun("in_program_vs_host.py", 4, env={"TORCH_TPU_CPU_DEVICE_COUNT": "4"})
