@@ -199,6 +199,20 @@ for dtype in DTYPES:
             assert_same(o, e.to(dtype), True, "all_to_all")
 
 
+@check("complex tensors (torch.distributed reduces them as real pairs)")
+def _():
+    x = torch.complex(make(torch.float32, (3, 4), 70), make(torch.float32, (3, 4), 71))
+    t = strided_tpu(x)
+    dist.all_reduce(t)
+    dist.all_reduce(x)
+    assert_same(t, x, False, "complex all_reduce")
+    out = torch.empty(size * 3, 4, dtype=torch.complex64, device="tpu")
+    dist.all_gather_into_tensor(out, x.to("tpu"))
+    expected = torch.empty(size * 3, 4, dtype=torch.complex64)
+    dist.all_gather_into_tensor(expected, x)
+    assert_same(out, expected, True, "complex all_gather_into_tensor")
+
+
 @check("integer AVG raises like Gloo")
 def _():
     for device in ("cpu", "tpu"):
