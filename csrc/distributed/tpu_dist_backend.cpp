@@ -192,22 +192,29 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce(std::vector<at::Tensor>& t
   });
 }
 
-c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                         std::vector<at::Tensor>& inputs,
-                                                         const c10d::AllgatherOptions& opts) {
-  auto d = describe(Collective::AllGather, inputs);
+template <class HostCall>
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::collect(const CollectiveDescription& description,
+                                                       std::vector<std::vector<at::Tensor>>& outputs,
+                                                       std::vector<at::Tensor>& inputs, HostCall host_call) {
   auto results = flatten(outputs);
-  require_tpu(results, Collective::AllGather);
-  return run(d, results, [&] {
+  require_tpu(results, description.collective);
+  return run(description, results, [&] {
     auto wire_in = bytes_of(to_host(inputs, inputs[0].scalar_type()));
     std::vector<std::vector<at::Tensor>> host_out, wire_out;
     for (const auto& list : outputs) {
       host_out.push_back(hosts_like(list));
       wire_out.push_back(bytes_of(host_out.back()));
     }
-    host_->allgather(wire_out, wire_in, opts)->wait();
+    host_call(wire_out, wire_in)->wait();
     copy_back(results, flatten(host_out));
   });
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                         std::vector<at::Tensor>& inputs,
+                                                         const c10d::AllgatherOptions& opts) {
+  return collect(describe(Collective::AllGather, inputs), outputs, inputs,
+                 [&](auto& out, auto& in) { return host_->allgather(out, in, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -251,18 +258,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::gather(std::vector<std::vector<at
                                                       const c10d::GatherOptions& opts) {
   auto d = describe(Collective::Gather, inputs);
   d.root = opts.rootRank;
-  auto results = flatten(outputs);
-  require_tpu(results, Collective::Gather);
-  return run(d, results, [&] {
-    auto wire_in = bytes_of(to_host(inputs, inputs[0].scalar_type()));
-    std::vector<std::vector<at::Tensor>> host_out, wire_out;
-    for (const auto& list : outputs) {
-      host_out.push_back(hosts_like(list));
-      wire_out.push_back(bytes_of(host_out.back()));
-    }
-    host_->gather(wire_out, wire_in, opts)->wait();
-    copy_back(results, flatten(host_out));
-  });
+  return collect(d, outputs, inputs, [&](auto& out, auto& in) { return host_->gather(out, in, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::scatter(std::vector<at::Tensor>& outputs,

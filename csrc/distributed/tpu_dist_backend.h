@@ -76,6 +76,12 @@ class TpuDistBackend final : public c10d::Backend {
   template <class Body>
   c10::intrusive_ptr<c10d::Work> run(const CollectiveDescription& description,
                                      std::vector<at::Tensor> results, Body body);
+  // all_gather and gather: the inputs travel as bytes into per-rank output lists; `host_call`
+  // runs the Gloo collective on the wire tensors.
+  template <class HostCall>
+  c10::intrusive_ptr<c10d::Work> collect(const CollectiveDescription& description,
+                                         std::vector<std::vector<at::Tensor>>& outputs,
+                                         std::vector<at::Tensor>& inputs, HostCall host_call);
   CollectiveDescription describe(Collective c, const std::vector<at::Tensor>& tensors) const;
 
   c10::intrusive_ptr<c10d::Backend> host_;
