@@ -32,15 +32,24 @@ c10::DeviceIndex device_index(std::optional<c10::Device> device) {
   return current_device();
 }
 
+// pin_memory=True asks for page-locked host memory, which a device tensor cannot be; PyTorch's
+// CUDA factories raise this same error (the factories built on empty, zeros/ones/full/rand..., too).
+void check_not_pinned(std::optional<bool> pin_memory) {
+  TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned");
+}
+
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
-                         std::optional<c10::Layout>, std::optional<c10::Device> device, std::optional<bool>) {
+                         std::optional<c10::Layout>, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  check_not_pinned(pin_memory);
   return empty_tpu(size, stride, dtype.value_or(c10::get_default_dtype_as_scalartype()),
                    device_index(device));
 }
 
 at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                  std::optional<c10::Layout> /*layout*/, std::optional<c10::Device> device,
-                 std::optional<bool> /*pin*/, std::optional<c10::MemoryFormat> memory_format) {
+                 std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  check_not_pinned(pin_memory);
   c10::DeviceIndex saved = current_device();
   set_current_device(device_index(device));
   at::Tensor t =
@@ -248,7 +257,8 @@ at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
 // tensor stands in for PyTorch's ZeroTensor, which exists only to skip work.
 at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                  std::optional<c10::Layout> /*layout*/, std::optional<c10::Device> device,
-                                 std::optional<bool> /*pin_memory*/) {
+                                 std::optional<bool> pin_memory) {
+  check_not_pinned(pin_memory);
   at::Tensor t = empty_tpu(size, dense_strides(size), dtype.value_or(c10::get_default_dtype_as_scalartype()),
                            device_index(device));
   return t.zero_();

@@ -1,8 +1,8 @@
 // PrivateUse1 hooks: availability, device count and generators for torch.accelerator & co.
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <c10/core/CPUAllocator.h>
 
 #include "aten/generator.h"
+#include "aten/pinned_memory.h"
 #include "aten/tpu_tensor.h"
 #include "exec/device_context.h"
 
@@ -34,8 +34,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void*) const override {
     return at::Device(c10::DeviceType::PrivateUse1, current_device());
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* data) const override { return is_pinned_host_ptr(data); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_host_allocator(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override;
 };
 
