@@ -130,7 +130,6 @@ def _train(use_cpu, bf16=False):
             bf16=bf16,
             disable_tqdm=True,
             seed=0,
-            dataloader_pin_memory=False,
         )
         trainer = Trainer(model=model, args=args, train_dataset=data)
         trainer.train()
