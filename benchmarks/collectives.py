@@ -40,7 +40,7 @@ def sizes(lo, hi):
 def human(nbytes):
     for unit, scale in (("MiB", MiB), ("KiB", 1 << 10)):
         if nbytes >= scale:
-            return f"{nbytes // scale} {unit}"
+            return f"{nbytes / scale:.4g} {unit}"
     return f"{nbytes} B"
 
 
@@ -122,7 +122,11 @@ def measure(args, op, nbytes):
     """Median time of `op` on nbytes with Gloo on CPU tensors and tpu_dist on tpu tensors,
     iterations of the two alternating."""
     n = dist.get_world_size()
-    bufs = {dev: buffers(op, nbytes // 4, dev) for dev in ("cpu", "tpu")}
+    requested, numel = nbytes, nbytes // 4
+    if op == "all_gather":  # n equal parts (3 ranks: the size rounded down)
+        numel -= numel % n
+        nbytes = numel * 4
+    bufs = {dev: buffers(op, numel, dev) for dev in ("cpu", "tpu")}
     tpu_sync()
     run = {
         dev: (lambda b=b: dist.all_reduce(b[0]))
@@ -142,7 +146,7 @@ def measure(args, op, nbytes):
                 times[dev].append(t)
     median = {dev: statistics.median(slowest(ts)) for dev, ts in times.items()}
     row = dict(op=op, bytes=nbytes, n=n, gloo_s=median["cpu"], tpu_s=median["tpu"])
-    if args.breakdown and nbytes >= args.breakdown_from:
+    if args.breakdown and requested >= args.breakdown_from:
         row["parts"] = breakdown(args, op, bufs["tpu"])
     return row
 
@@ -178,29 +182,18 @@ def breakdown(args, op, tpu_bufs):
 def ddp(args):
     """Steps/s of a small-GPT AdamW training step (tests/models.py GPT, 4x128, per-rank batch
     args.batch x 64) under DDP; with one process also without DDP, the scaling baseline."""
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    sys.path.insert(
-        0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
-    )
+    import common  # noqa: F401  (puts tests/ on the path, for tests/models.py)
     from models import GPT
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from train_step import make_step
 
     g = torch.Generator().manual_seed(dist.get_rank())
     idx = torch.randint(0, 256, (args.batch, 65), generator=g)
-    x, y = idx[:, :-1].to("tpu"), idx[:, 1:].to("tpu")
+    batch = idx[:, :-1], idx[:, 1:]
 
     def rate(wrap):
         torch.manual_seed(0)
-        model = wrap(GPT().to("tpu"))
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-
-        def step():
-            loss = model(x, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return loss.item()  # the loop reads its loss every step, as training loops do
-
+        step = make_step(wrap(GPT().to("tpu")), batch, "tpu")
         for _ in range(args.ddp_warmup):
             step()
         tpu_sync()
@@ -264,7 +257,7 @@ def torchrun(nproc, worker_args):
 
 def print_collectives(records, target):
     print(
-        f"{'op':>10} {'size':>8} | {'gloo us':>9} {'busbw GB/s':>10} | "
+        f"{'op':>10} {'size':>9} | {'gloo us':>9} {'busbw GB/s':>10} | "
         f"{'tpu_dist us':>11} {'busbw GB/s':>10} | {'tpu/gloo':>8}"
     )
     for r in records:
@@ -274,7 +267,7 @@ def print_collectives(records, target):
         ratio = bus["tpu_s"] / bus["gloo_s"]
         flag = "" if r["bytes"] < MiB or ratio >= target else "  < target"
         print(
-            f"{r['op']:>10} {human(r['bytes']):>8} | {r['gloo_s'] * 1e6:9.0f} {bus['gloo_s']:10.3f} | "
+            f"{r['op']:>10} {human(r['bytes']):>9} | {r['gloo_s'] * 1e6:9.0f} {bus['gloo_s']:10.3f} | "
             f"{r['tpu_s'] * 1e6:11.0f} {bus['tpu_s']:10.3f} | {ratio:7.2f}x{flag}"
         )
     parts = [r for r in records if "parts" in r]
@@ -282,7 +275,7 @@ def print_collectives(records, target):
         print("\ntpu_dist staging, each step timed alone (us; share of the sum):")
         names = ("describe", "d2h", "gloo", "h2d")
         print(
-            f"{'op':>10} {'size':>8} | "
+            f"{'op':>10} {'size':>9} | "
             + " ".join(f"{k:>14}" for k in names)
             + f" | {'sum':>7} {'measured':>8}"
         )
@@ -292,7 +285,7 @@ def print_collectives(records, target):
                 f"{r['parts'][k] * 1e6:8.0f} ({r['parts'][k] / total:3.0%})" for k in names
             )
             print(
-                f"{r['op']:>10} {human(r['bytes']):>8} | {cells} | {total * 1e6:7.0f} {r['tpu_s'] * 1e6:8.0f}"
+                f"{r['op']:>10} {human(r['bytes']):>9} | {cells} | {total * 1e6:7.0f} {r['tpu_s'] * 1e6:8.0f}"
             )
 
 
@@ -313,7 +306,7 @@ def main():
     p.add_argument("--breakdown-from", type=int, default=MiB)
     p.add_argument("--batch", type=int, default=8, help="per-rank batch of the DDP step")
     p.add_argument("--ddp-warmup", type=int, default=5)
-    p.add_argument("--ddp-steps", type=int, default=50)
+    p.add_argument("--ddp-steps", type=int, default=100)
     p.add_argument("--target", type=float, default=0.8)
     args = p.parse_args()
     if args.worker:
@@ -323,7 +316,13 @@ def main():
         f"# collectives ({os.cpu_count()} cores, torch {torch.__version__}, {args.mode} mode, "
         f"load average {os.getloadavg()[0]:.2f} at start)"
     )
-    passthrough = [a for a in sys.argv[1:] if a != "--worker"]
+    # The worker gets its options spelled out: torchrun's parser, which sees them too, would take
+    # an abbreviation such as --nproc for its own --nproc-per-node.
+    passthrough = [
+        f"--{name.replace('_', '-')}={value}"
+        for name, value in vars(args).items()
+        if name not in ("worker", "nproc", "breakdown")
+    ] + ([] if args.breakdown else ["--no-breakdown"])
     parts = args.parts.split(",")
     t0 = time.perf_counter()
     ddp_records = []
@@ -333,7 +332,7 @@ def main():
         print_collectives([r for r in records if r["kind"] == "collective"], args.target)
     ddp_records += [r for r in records if r["kind"] == "ddp"]
     if "ddp" in parts:
-        single = torchrun(1, [*passthrough, "--parts", "ddp"])
+        single = torchrun(1, [*passthrough, "--parts=ddp"])
         ddp_records += [r for r in single if r["kind"] == "ddp"]
         rate = {(r["n"], r["wrapped"]): r for r in ddp_records}
         print(f"\nDDP, GPT 4x128, per-rank batch {args.batch}x64, AdamW, {args.mode} mode:")
