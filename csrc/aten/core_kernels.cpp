@@ -191,8 +191,12 @@ at::Tensor& copy_tpu(at::Tensor& dst, const at::Tensor& src, bool non_blocking) 
   }
   if (dst_tpu && (dst.scalar_type() == c10::kComplexHalf || src.scalar_type() == c10::kComplexHalf))
     return copy_complex_half(dst, src, non_blocking);
-  if (!dst_tpu) {  // tpu -> cpu
-    dst.copy_(to_cpu(src));
+  if (!dst_tpu) {  // tpu -> cpu: straight into dst when it is the dense host image of src
+    if (dst.is_contiguous() && dst.scalar_type() == src.scalar_type() && dst.sizes() == src.sizes()) {
+      download_into(src, dst);
+    } else {
+      dst.copy_(to_cpu(src));
+    }
     return dst;
   }
   at::Tensor source = src;

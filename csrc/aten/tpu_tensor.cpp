@@ -269,11 +269,10 @@ at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
   return out.copy_(result);
 }
 
-at::Tensor to_cpu(const at::Tensor& t) {
+void download_into(const at::Tensor& t, const at::Tensor& out) {
   if (t.scalar_type() == c10::kComplexHalf) {  // stored as (re, im) pairs of halves
-    at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
     at::view_as_real(out).copy_(to_cpu(at::view_as_real(t)));
-    return out;
+    return;
   }
   at::Tensor src = t;
   exec::Storage* s = storage_of(src);
@@ -289,8 +288,12 @@ at::Tensor to_cpu(const at::Tensor& t) {
   }
   // After the value exists (a fused graph just ran): its own checks are reported here too.
   raise_failed_checks();
-  at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
   if (out.numel() > 0) exec::download(*buffer, out.data_ptr(), out.nbytes());
+}
+
+at::Tensor to_cpu(const at::Tensor& t) {
+  at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
+  download_into(t, out);
   return out;
 }
 

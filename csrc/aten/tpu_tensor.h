@@ -44,6 +44,8 @@ std::vector<runtime::BufferPtr> launch_checked(const exec::CompiledOp& op, const
 void raise_failed_checks();
 // A contiguous CPU copy of a tpu tensor (synchronizes).
 at::Tensor to_cpu(const at::Tensor& t);
+// Downloads tpu tensor `t` into `out`: a contiguous CPU tensor of t's sizes and dtype.
+void download_into(const at::Tensor& t, const at::Tensor& out);
 // The out= convention: `out` resized to `result`'s shape (resize_output's checks and warning),
 // then `result` copied into it.
 at::Tensor& into(at::Tensor& out, const at::Tensor& result);

@@ -42,7 +42,9 @@ std::string dtype_name(int64_t dtype) {
   return dtype < 0 ? "no tensor" : c10::toString(static_cast<at::ScalarType>(dtype));
 }
 
-[[noreturn]] void fail(const std::string& what) { C10_THROW_ERROR(DistBackendError, "tpu_dist: " + what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw TpuDistError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, "tpu_dist: " + what);
+}
 
 }  // namespace
 
@@ -51,7 +53,7 @@ void transport_failed(Collective c, const std::exception& e) {
   fail(std::string(collective_name(c)) + " failed: " + (error ? error->what_without_backtrace() : e.what()));
 }
 
-void check_same_collective(c10d::Backend& host, const CollectiveDescription& mine) {
+PendingCheck start_check(c10d::Backend& host, const CollectiveDescription& mine) {
   const int64_t world = host.getSize();
   const int64_t width = kFixedFields + 2 * world;
   at::Tensor row = at::zeros({width}, at::kLong);
@@ -63,13 +65,25 @@ void check_same_collective(c10d::Backend& host, const CollectiveDescription& min
   r[kReduceOp] = mine.reduce_op;
   for (size_t i = 0; i < mine.send_counts.size(); ++i) r[kFixedFields + i] = mine.send_counts[i];
   for (size_t i = 0; i < mine.recv_counts.size(); ++i) r[kFixedFields + world + i] = mine.recv_counts[i];
-  at::Tensor all = at::empty({world * width}, at::kLong);
+  PendingCheck check{mine, host.getRank(), world, row, at::empty({world * width}, at::kLong), nullptr};
   try {
-    host._allgather_base(all, row)->wait();
+    check.work = host._allgather_base(check.all, check.row);
   } catch (const std::exception& e) {
     transport_failed(mine.collective, e);
   }
-  const int64_t* a = all.data_ptr<int64_t>();
+  return check;
+}
+
+void finish_check(PendingCheck& check) {
+  const CollectiveDescription& mine = check.mine;
+  const int64_t world = check.world;
+  const int64_t width = kFixedFields + 2 * world;
+  try {
+    check.work->wait();
+  } catch (const std::exception& e) {
+    transport_failed(mine.collective, e);
+  }
+  const int64_t* a = check.all.data_ptr<int64_t>();
   auto at_rank = [&](int64_t rank, int64_t field) { return a[rank * width + field]; };
 
   const char* name = collective_name(mine.collective);
@@ -77,7 +91,7 @@ void check_same_collective(c10d::Backend& host, const CollectiveDescription& min
     auto other = static_cast<Collective>(at_rank(rank, kCollective));
     if (other != mine.collective) {
       std::ostringstream msg;
-      msg << "ranks called different collectives: rank " << host.getRank() << " called " << name << ", rank "
+      msg << "ranks called different collectives: rank " << check.rank << " called " << name << ", rank "
           << rank << " called " << collective_name(other);
       fail(msg.str());
     }

@@ -37,11 +37,25 @@ struct CollectiveDescription {
   std::vector<int64_t> send_counts, recv_counts;
 };
 
-// Exchanges `mine` with every rank of `host` (a Gloo backend) and raises c10::DistBackendError,
-// naming the ranks and what differs, when the collectives cannot match.
-void check_same_collective(c10d::Backend& host, const CollectiveDescription& mine);
+// An error already worded for the user ("tpu_dist: ..."); Python sees torch's DistBackendError.
+struct TpuDistError : c10::DistBackendError {
+  using c10::DistBackendError::DistBackendError;
+};
 
-// Raises c10::DistBackendError for a failure of the host transport (a peer that died, a timeout),
+// The exchange of descriptions in flight (started before the inputs are staged).
+struct PendingCheck {
+  CollectiveDescription mine;
+  int64_t rank, world;
+  at::Tensor row, all;
+  c10::intrusive_ptr<c10d::Work> work;
+};
+// Starts exchanging `mine` with every rank of `host` (a Gloo backend).
+PendingCheck start_check(c10d::Backend& host, const CollectiveDescription& mine);
+// Waits for the exchange and raises TpuDistError, naming the ranks and what differs, when the
+// collectives cannot match.
+void finish_check(PendingCheck& check);
+
+// Raises TpuDistError for a failure of the host transport (a peer that died, a timeout),
 // naming the collective that was running.
 [[noreturn]] void transport_failed(Collective c, const std::exception& e);
 

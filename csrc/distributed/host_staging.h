@@ -13,6 +13,12 @@ namespace tpu::distributed {
 // gives the same bits after the narrowing copy back (two's-complement wrap-around).
 at::ScalarType reduction_staging_type(at::ScalarType t);
 
+// An uninitialised contiguous CPU tensor from a pool of staging buffers. A fresh host allocation
+// of more than a few MiB is an mmap whose pages fault in (zeroed) on every collective, which on
+// XLA:CPU costs more than the copy itself; the pool keeps recently used buffers (up to 256 MiB,
+// least recently used dropped first) and hands one out again once nothing else holds it.
+at::Tensor staging_tensor(at::IntArrayRef sizes, at::ScalarType dtype);
+
 // A contiguous CPU copy of `t`, converted to `as`.
 at::Tensor to_host(const at::Tensor& t, at::ScalarType as);
 // A contiguous CPU copy of `t`, seen as bytes (data movement needs no element type).

@@ -132,9 +132,12 @@ CollectiveDescription TpuDistBackend::describe(Collective c, const std::vector<a
 template <class Body>
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::run(const CollectiveDescription& description,
                                                    std::vector<at::Tensor> results, Body body) {
-  check_same_collective(*host_, description);
+  // The description exchange runs while the inputs are staged: `ready` waits for it and checks.
+  PendingCheck check = start_check(*host_, description);
   try {
-    body();
+    body([&] { finish_check(check); });
+  } catch (const TpuDistError&) {
+    throw;  // a mismatch found by the check, or a failure it already named
   } catch (const std::exception& e) {
     transport_failed(description.collective, e);
   }
@@ -146,9 +149,10 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::broadcast(std::vector<at::Tensor>
   auto d = describe(Collective::Broadcast, tensors);
   d.root = opts.rootRank;
   bool root = getRank() == opts.rootRank;
-  return run(d, tensors, [&] {
+  return run(d, tensors, [&](const auto& ready) {
     auto host = root ? to_host(tensors, tensors[0].scalar_type()) : hosts_like(tensors);
     auto wire = bytes_of(host);
+    ready();
     host_->broadcast(wire, opts)->wait();
     if (!root) copy_back(tensors, host);
   });
@@ -158,10 +162,11 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce(std::vector<at::Tensor>
                                                          const c10d::AllreduceOptions& opts) {
   auto d = describe(Collective::AllReduce, tensors);
   d.reduce_op = opts.reduceOp.op_;
-  return run(d, tensors, [&] {
+  return run(d, tensors, [&](const auto& ready) {
     auto host = to_host(tensors, reduction_staging_type(tensors[0].scalar_type()));
     c10d::AllreduceOptions host_opts = opts;
     host_opts.reduceOp = host_reduce_op(opts.reduceOp, host);
+    ready();
     host_->allreduce(host, host_opts)->wait();
     copy_back(tensors, host);
   });
@@ -181,10 +186,11 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce(std::vector<at::Tensor>& t
   auto d = describe(Collective::Reduce, tensors);
   d.reduce_op = opts.reduceOp.op_;
   d.root = opts.rootRank;
-  return run(d, tensors, [&] {
+  return run(d, tensors, [&](const auto& ready) {
     auto host = to_host(tensors, reduction_staging_type(tensors[0].scalar_type()));
     c10d::ReduceOptions host_opts = opts;
     host_opts.reduceOp = host_reduce_op(opts.reduceOp, host);
+    ready();
     host_->reduce(host, host_opts)->wait();
     // Gloo may use a non-root rank's buffer as scratch; copying back everywhere keeps the tpu
     // tensors identical to what Gloo leaves in CPU tensors.
@@ -198,13 +204,14 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::collect(const CollectiveDescripti
                                                        std::vector<at::Tensor>& inputs, HostCall host_call) {
   auto results = flatten(outputs);
   require_tpu(results, description.collective);
-  return run(description, results, [&] {
+  return run(description, results, [&](const auto& ready) {
     auto wire_in = bytes_of(to_host(inputs, inputs[0].scalar_type()));
     std::vector<std::vector<at::Tensor>> host_out, wire_out;
     for (const auto& list : outputs) {
       host_out.push_back(hosts_like(list));
       wire_out.push_back(bytes_of(host_out.back()));
     }
+    ready();
     host_call(wire_out, wire_in)->wait();
     copy_back(results, flatten(host_out));
   });
@@ -224,9 +231,10 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& outpu
   TORCH_CHECK(output.numel() == input.numel() * getSize(),
               "tpu_dist: all_gather_into_tensor: the output has ", output.numel(), " elements, but ",
               getSize(), " ranks x ", input.numel(), " were expected");
-  return run(d, {output}, [&] {
+  return run(d, {output}, [&](const auto& ready) {
     at::Tensor host_out = host_like(output, output.scalar_type());
     at::Tensor wire_out = bytes(host_out), wire_in = to_host_bytes(input);
+    ready();
     host_->_allgather_base(wire_out, wire_in, opts)->wait();
     output.copy_(host_out);
   });
@@ -267,11 +275,12 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::scatter(std::vector<at::Tensor>& 
   auto d = describe(Collective::Scatter, outputs);
   d.root = opts.rootRank;
   require_tpu(flatten(inputs), Collective::Scatter);
-  return run(d, outputs, [&] {
+  return run(d, outputs, [&](const auto& ready) {
     auto host_out = hosts_like(outputs);
     auto wire_out = bytes_of(host_out);
     std::vector<std::vector<at::Tensor>> wire_in;
     for (const auto& list : inputs) wire_in.push_back(bytes_of(to_host(list, outputs[0].scalar_type())));
+    ready();
     host_->scatter(wire_out, wire_in, opts)->wait();
     copy_back(outputs, host_out);
   });
@@ -283,7 +292,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter(std::vector<at::Te
   auto d = describe(Collective::ReduceScatter, outputs);
   d.reduce_op = opts.reduceOp.op_;
   require_tpu(flatten(inputs), Collective::ReduceScatter);
-  return run(d, outputs, [&] {
+  return run(d, outputs, [&](const auto& ready) {
     at::ScalarType staged = reduction_staging_type(outputs[0].scalar_type());
     std::vector<at::Tensor> host_out;
     for (const at::Tensor& t : outputs) host_out.push_back(host_like(t, staged));
@@ -293,6 +302,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter(std::vector<at::Te
       host_in.push_back(to_host(list, staged));
       host_opts.reduceOp = host_reduce_op(opts.reduceOp, host_in.back());
     }
+    ready();
     host_->reduce_scatter(host_out, host_in, host_opts)->wait();
     copy_back(outputs, host_out);
   });
@@ -305,12 +315,13 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_reduce_scatter_base(at::Tensor& 
   require_tpu(input, Collective::ReduceScatter);
   TORCH_CHECK(input.numel() == output.numel() * getSize(), "tpu_dist: reduce_scatter_tensor: the input has ",
               input.numel(), " elements, but ", getSize(), " ranks x ", output.numel(), " were expected");
-  return run(d, {output}, [&] {
+  return run(d, {output}, [&](const auto& ready) {
     at::ScalarType staged = reduction_staging_type(output.scalar_type());
     at::Tensor host_out = host_like(output, staged);
     at::Tensor host_in = to_host(input, staged);
     c10d::ReduceScatterOptions host_opts = opts;
     host_opts.reduceOp = host_reduce_op(opts.reduceOp, {host_in});
+    ready();
     host_->_reduce_scatter_base(host_out, host_in, host_opts)->wait();
     output.copy_(host_out);
   });
@@ -340,10 +351,11 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output,
   };
   d.send_counts = counts(input, input_split_sizes);
   d.recv_counts = counts(output, output_split_sizes);
-  return run(d, {output}, [&] {
+  return run(d, {output}, [&](const auto& ready) {
     at::Tensor host_out = host_like(output, output.scalar_type());
     at::Tensor wire_out = rows_as_bytes(host_out),
                wire_in = rows_as_bytes(to_host(input, input.scalar_type()));
+    ready();
     host_->alltoall_base(wire_out, wire_in, output_split_sizes, input_split_sizes, opts)->wait();
     output.copy_(host_out);
   });
@@ -367,12 +379,13 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall(std::vector<at::Tensor>&
     d.recv_counts.push_back(t.numel());
     recv_bytes.push_back(t.numel() * t.element_size());
   }
-  return run(d, outputs, [&] {
+  return run(d, outputs, [&](const auto& ready) {
     auto host_out = hosts_like(outputs);
     at::Tensor wire_in = at::cat(bytes_of(to_host(inputs, inputs[0].scalar_type())));
     at::Tensor wire_out = at::cat(bytes_of(host_out));
     // Gloo takes the split sizes by reference and moves them away: give it copies.
     std::vector<int64_t> recv_splits = recv_bytes, send_splits = send_bytes;
+    ready();
     host_->alltoall_base(wire_out, wire_in, recv_splits, send_splits, opts)->wait();
     int64_t offset = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -406,9 +419,10 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::recvAnysource(std::vector<at::Ten
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::barrier(const c10d::BarrierOptions& opts) {
   CollectiveDescription d;
   d.collective = Collective::Barrier;
-  return run(d, {}, [&] {
+  return run(d, {}, [&](const auto& ready) {
     c10d::BarrierOptions host_opts = opts;
     host_opts.device.reset();  // Gloo's barrier moves no tensor
+    ready();
     host_->barrier(host_opts)->wait();
   });
 }
