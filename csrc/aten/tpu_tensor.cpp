@@ -291,6 +291,25 @@ void download_into(const at::Tensor& t, const at::Tensor& out) {
   if (out.numel() > 0) exec::download(*buffer, out.data_ptr(), out.nbytes());
 }
 
+void adopt_host_tensor(const at::Tensor& dst, const at::Tensor& host) {
+  if (dst.numel() == 0) return;
+  exec::Storage* s = storage_of(dst);
+  DType dtype = to_ir(dst.scalar_type());
+  bool whole = host.is_contiguous() && host.scalar_type() == dst.scalar_type() &&
+               host.sizes() == dst.sizes() && dst.scalar_type() != c10::kComplexHalf && !dst.is_conj() &&
+               !dst.is_neg() &&
+               lowering::covers_storage({dst.sizes().vec(), dst.strides().vec(), dst.storage_offset()},
+                                        s->numel_as(dtype));
+  if (!whole) {
+    dst.copy_(host);
+    return;
+  }
+  auto owner = std::make_shared<at::Tensor>(host);
+  s->set_buffer(
+      exec::upload_aliasing(host.const_data_ptr(), dtype, {host.numel()}, dst.device().index(), owner),
+      dtype);
+}
+
 at::Tensor to_cpu(const at::Tensor& t) {
   at::Tensor out = at::empty(t.sizes(), t.options().device(c10::kCPU));
   download_into(t, out);

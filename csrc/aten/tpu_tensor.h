@@ -46,6 +46,10 @@ void raise_failed_checks();
 at::Tensor to_cpu(const at::Tensor& t);
 // Downloads tpu tensor `t` into `out`: a contiguous CPU tensor of t's sizes and dtype.
 void download_into(const at::Tensor& t, const at::Tensor& out);
+// dst <- host (a CPU tensor the caller will not write again). When dst covers its storage and
+// host is its dense image, the storage's new buffer may use host's memory in place (no copy, no
+// allocation; XLA:CPU does), which then lives as long as the buffer needs it; otherwise a copy_.
+void adopt_host_tensor(const at::Tensor& dst, const at::Tensor& host);
 // The out= convention: `out` resized to `result`'s shape (resize_output's checks and warning),
 // then `result` copied into it.
 at::Tensor& into(at::Tensor& out, const at::Tensor& result);

@@ -1,5 +1,7 @@
 #include "distributed/host_staging.h"
 
+#include "aten/tpu_tensor.h"
+
 #include <list>
 #include <mutex>
 
@@ -81,7 +83,9 @@ std::vector<at::Tensor> to_host(const std::vector<at::Tensor>& ts, at::ScalarTyp
 }
 
 void copy_back(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& host) {
-  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(host[i]);
+  // The staging tensors are not written again: the results may keep their memory (a pool buffer
+  // stays out of the pool while a device buffer uses it).
+  for (size_t i = 0; i < dst.size(); ++i) aten::adopt_host_tensor(dst[i], host[i]);
 }
 
 }  // namespace tpu::distributed

@@ -236,7 +236,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& outpu
     at::Tensor wire_out = bytes(host_out), wire_in = to_host_bytes(input);
     ready();
     host_->_allgather_base(wire_out, wire_in, opts)->wait();
-    output.copy_(host_out);
+    copy_back({output}, {host_out});
   });
 }
 
@@ -323,7 +323,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_reduce_scatter_base(at::Tensor& 
     host_opts.reduceOp = host_reduce_op(opts.reduceOp, {host_in});
     ready();
     host_->_reduce_scatter_base(host_out, host_in, host_opts)->wait();
-    output.copy_(host_out);
+    copy_back({output}, {host_out});
   });
 }
 
@@ -357,7 +357,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output,
                wire_in = rows_as_bytes(to_host(input, input.scalar_type()));
     ready();
     host_->alltoall_base(wire_out, wire_in, output_split_sizes, input_split_sizes, opts)->wait();
-    output.copy_(host_out);
+    copy_back({output}, {host_out});
   });
 }
 

@@ -139,12 +139,24 @@ PJRT_Buffer_Type pjrt_type(ir::DType dtype) {
   return PJRT_Buffer_Type_INVALID;
 }
 
-runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims, int device) {
+namespace {
+void count_upload(ir::DType dtype, const std::vector<int64_t>& dims) {
   int64_t n = ir::itemsize(dtype);
   for (int64_t d : dims) n *= d;
   counters().h2d_transfers++;
   counters().h2d_bytes += n;
+}
+}  // namespace
+
+runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims, int device) {
+  count_upload(dtype, dims);
   return client().buffer_from_host(data, pjrt_type(dtype), dims, device);
+}
+
+runtime::BufferPtr upload_aliasing(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
+                                   int device, std::shared_ptr<void> owner) {
+  count_upload(dtype, dims);
+  return client().buffer_aliasing_host(data, pjrt_type(dtype), dims, device, std::move(owner));
 }
 
 void download(const runtime::Buffer& buffer, void* dst, size_t nbytes) {

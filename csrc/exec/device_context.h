@@ -23,6 +23,9 @@ runtime::Client& client();
 PJRT_Buffer_Type pjrt_type(ir::DType dtype);
 // Uploads dense host data; counts the transfer.
 runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims, int device);
+// upload() that may alias `data` instead of copying it; `owner` keeps it alive meanwhile.
+runtime::BufferPtr upload_aliasing(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
+                                   int device, std::shared_ptr<void> owner);
 // Downloads a whole buffer into `dst`; counts the transfer.
 void download(const runtime::Buffer& buffer, void* dst, size_t nbytes);
 

@@ -88,6 +88,23 @@ BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type, cons
   return buffer;
 }
 
+BufferPtr Client::buffer_aliasing_host(const void* data, PJRT_Buffer_Type type,
+                                       const std::vector<int64_t>& dims, size_t device_index,
+                                       std::shared_ptr<void> owner) const {
+  TPU_PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args, args);
+  args.client = client_;
+  args.data = data;
+  args.type = type;
+  args.dims = dims.data();
+  args.num_dims = dims.size();
+  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
+  args.device = device(device_index);
+  check(api(), api()->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
+  auto buffer = std::make_shared<Buffer>(api(), args.buffer);
+  Event(api(), args.done_with_host_buffer).on_ready([owner = std::move(owner)]() mutable { owner.reset(); });
+  return buffer;
+}
+
 int64_t Client::device_id(size_t index) const {
   TPU_PJRT_ARGS(PJRT_DeviceDescription_Id_Args, id);
   id.device_description = description(index);

@@ -40,6 +40,11 @@ class Client {
   // Copies dense host data (major-to-minor) to `device`; the host data may be freed on return.
   BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
                              size_t device) const;
+  // The same, but the plugin may keep using `data` in place instead of copying it (XLA:CPU does,
+  // for aligned data): `owner` keeps that memory alive until the plugin says it is done with it,
+  // which for an aliased buffer is when the buffer (or a program output it was donated to) dies.
+  BufferPtr buffer_aliasing_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                                 size_t device, std::shared_ptr<void> owner) const;
   // Compiles StableHLO MLIR text (entry function @main) as a portable single-device program.
   ExecutablePtr compile(const std::string& mlir) const;
   // The same with explicit CompileOptionsProto bytes (compile_options.h), e.g. N replicas.
