@@ -152,16 +152,16 @@ def measure(args, op, nbytes):
 
 
 def breakdown(args, op, tpu_bufs):
-    """Times, each alone, the steps tpu_dist's host staging performs for one collective
-    (csrc/distributed/tpu_dist_backend.cpp), with the same ATen calls the backend makes: the
+    """Times, each alone, the two parts of a tpu_dist collective that are not host staging: the
     description exchange before every collective (collective_check.cpp: a Gloo all_gather of
-    5 + 2n int64), the device-to-host copy of the input (`to(cpu)`), the Gloo collective on the
-    staged CPU tensors, and the write-back of the result (`copy_` into the tpu tensor)."""
+    5 + 2n int64) and the Gloo collective on CPU tensors of the same size. What the measured
+    tpu_dist time adds to their sum is the staging (device-to-host copy into a pooled buffer, the
+    write-back that adopts it) plus the fused-mode sync."""
     n = dist.get_world_size()
     desc = torch.zeros(5 + 2 * n, dtype=torch.long)
     desc_out = torch.empty(n * desc.numel(), dtype=torch.long)
     result, src = tpu_bufs[0], tpu_bufs[-1]
-    host_in, host_result = src.cpu(), result.cpu()
+    host_in = src.cpu()
     if op == "all_reduce":
         collective = (lambda: dist.all_reduce(host_in), lambda: host_in.fill_(1.0 / n))
     else:
@@ -169,9 +169,7 @@ def breakdown(args, op, tpu_bufs):
         collective = (lambda: dist.all_gather_into_tensor(host_out, host_in), nosync)
     steps = {
         "describe": (lambda: dist.all_gather_into_tensor(desc_out, desc), nosync, nosync),
-        "d2h": (lambda: src.to("cpu"), nosync, nosync),
         "gloo": (collective[0], nosync, collective[1]),
-        "h2d": (lambda: result.copy_(host_result), tpu_sync, nosync),
     }
     return {
         name: median_of(fn, sync, args.warmup, args.min_iters, before)
@@ -272,20 +270,18 @@ def print_collectives(records, target):
         )
     parts = [r for r in records if "parts" in r]
     if parts:
-        print("\ntpu_dist staging, each step timed alone (us; share of the sum):")
-        names = ("describe", "d2h", "gloo", "h2d")
         print(
-            f"{'op':>10} {'size':>9} | "
-            + " ".join(f"{k:>14}" for k in names)
-            + f" | {'sum':>7} {'measured':>8}"
+            "\ntpu_dist time split (us): description exchange and Gloo timed alone, staging = the rest"
+        )
+        print(
+            f"{'op':>10} {'size':>9} | {'describe':>9} {'gloo':>9} {'staging':>9} | {'measured':>8}"
         )
         for r in parts:
-            total = sum(r["parts"][k] for k in names)
-            cells = " ".join(
-                f"{r['parts'][k] * 1e6:8.0f} ({r['parts'][k] / total:3.0%})" for k in names
-            )
+            describe, gloo = r["parts"]["describe"], r["parts"]["gloo"]
+            staging = r["tpu_s"] - describe - gloo
             print(
-                f"{r['op']:>10} {human(r['bytes']):>9} | {cells} | {total * 1e6:7.0f} {r['tpu_s'] * 1e6:8.0f}"
+                f"{r['op']:>10} {human(r['bytes']):>9} | {describe * 1e6:9.0f} {gloo * 1e6:9.0f} "
+                f"{staging * 1e6:9.0f} | {r['tpu_s'] * 1e6:8.0f}"
             )
 
 
