@@ -56,6 +56,14 @@ def test_extension_binds_every_lowering_in_the_sources():
     assert len(bound) == len(expected)
 
 
+def test_every_lowering_names_an_operator():
+    """A lowering whose name is a typo, or an op a torch upgrade renamed, would otherwise be
+    skipped at registration and surface only as NotImplementedError when the op is used."""
+    assert _C._unresolved_lowerings() == []
+    names = ["aten::add.Tensor", "aten::addd.Tensor", "aten::add.Tensr", "aten::mm"]
+    assert _C._unresolved_lowerings(names) == ["aten::addd.Tensor", "aten::add.Tensr"]
+
+
 def test_installed_build_is_current(build_dir):
     ninja = shutil.which("ninja")
     assert ninja, "ninja not found (scripts/install.sh installs it)"

@@ -3,6 +3,7 @@
 
 #include "aten/generator.h"
 #include "aten/pinned_memory.h"
+#include "aten/register.h"
 #include "aten/tpu_tensor.h"
 #include "exec/device_context.h"
 

@@ -8,6 +8,7 @@
 #include "aten/generator.h"
 #include "aten/graph_replay.h"
 #include "aten/out_of_memory.h"
+#include "aten/register.h"
 #include "aten/tpu_tensor.h"
 #include "exec/compile_cache.h"
 #include "exec/compiled_op_store.h"
@@ -19,13 +20,6 @@
 #include "exec/recompile_log.h"
 #include "lowering/registry.h"
 #include "python/stream_bindings.h"
-
-namespace tpu::aten {
-void register_hooks();
-int register_lowered_ops();
-void set_cpu_fallback(bool enabled);
-bool cpu_fallback_enabled();
-}  // namespace tpu::aten
 
 namespace py = pybind11;
 using namespace tpu;
@@ -262,6 +256,12 @@ PYBIND11_MODULE(_C, m) {
     for (const auto* l : lowering::all_lowerings()) names.push_back(l->name);
     return names;
   });
+  m.def(
+      "_unresolved_lowerings",
+      [](const std::optional<std::vector<std::string>>& names) {
+        return names ? aten::unresolved_lowering_names(*names) : aten::unresolved_lowering_names();
+      },
+      py::arg("names") = py::none());
   m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });
   m.def("_set_device", [](int d) {
     TORCH_CHECK(d >= 0 && d < aten::device_count(), "Invalid device, tpu:", d);
