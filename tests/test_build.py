@@ -62,6 +62,8 @@ def test_every_lowering_names_an_operator():
     assert _C._unresolved_lowerings() == []
     names = ["aten::add.Tensor", "aten::addd.Tensor", "aten::add.Tensr", "aten::mm"]
     assert _C._unresolved_lowerings(names) == ["aten::addd.Tensor", "aten::add.Tensr"]
+    # What registration checks for each argument name a lowering declares (lowering::reads).
+    assert _C._undeclared_arguments("aten::addmm", ["self", "mat1", "mat3", "alpha"]) == ["mat3"]
 
 
 def test_installed_build_is_current(build_dir):

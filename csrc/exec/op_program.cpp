@@ -41,7 +41,7 @@ std::vector<std::pair<int, int>> donatable_inputs(const OpCall& call, const Prog
 EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
                   std::map<int, ir::Value>& current, const std::vector<ir::Value>& scalars,
                   const ir::Value& rng_state) {
-  lowering::Ctx ctx{b, {}, plan.result_types, rng_state, {}};
+  lowering::Ctx ctx{b, {}, plan.result_types, rng_state, {}, call.lowering};
   // A view may see its storage as another dtype (torch.load fills storages as bytes).
   auto as_view_dtype = [&](const TensorView& view) {
     ir::Value& cur = current.at(view.storage);

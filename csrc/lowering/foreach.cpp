@@ -191,7 +191,7 @@ std::vector<Value> lower_copy(Ctx& c) {
 Value delegate(Ctx& c, const std::string& op, std::vector<Arg> args, const ir::Type& out) {
   const Lowering* l = find_lowering(op);
   if (!l) throw std::runtime_error("torch_tpu: no lowering for " + op + " (used by its _foreach_ form)");
-  Ctx sub{c.b, std::move(args), {out}, c.rng_state, {}};
+  Ctx sub{c.b, std::move(args), {out}, c.rng_state, {}, nullptr};  // positional lowerings only
   Value r = l->fn(sub).at(0);
   c.checks.insert(c.checks.end(), sub.checks.begin(), sub.checks.end());
   return r;

@@ -40,22 +40,23 @@ Value product(Ctx& c, const Value& lhs, const Value& rhs, const std::vector<int6
 // beta * self + alpha * prod (prod already in the accumulation type), with PyTorch's rule that
 // beta == 0 ignores `self` entirely (NaN/inf in it do not propagate). beta and alpha are runtime
 // scalars, so the rule is a select rather than a compile-time branch.
-Value add_form(Ctx& c, int self_i, int beta_i, int alpha_i, const Value& prod) {
+// Reads the schema's `self`, `beta` and `alpha`.
+Value add_form(Ctx& c, const Value& prod) {
   const ir::Type& out = c.out();
   DType acc = prod.dtype();
   Value p = hlo::broadcast_to(c.b, prod, out.shape);
-  if (c.has(alpha_i)) {
-    Value alpha = hlo::convert(c.b, c.tensor(alpha_i), acc);
+  if (c.has("alpha")) {
+    Value alpha = hlo::convert(c.b, c.tensor("alpha"), acc);
     if (acc == DType::Bool) {
       p = hlo::binary(c.b, "stablehlo.and", p, hlo::broadcast_to(c.b, alpha, out.shape));
     } else {
       p = hlo::mul(c.b, hlo::broadcast_to(c.b, alpha, out.shape), p);
     }
   }
-  Value self = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(self_i), acc), out.shape);
+  Value self = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor("self"), acc), out.shape);
   Value term = self;
-  if (c.has(beta_i)) {
-    Value beta = hlo::convert(c.b, c.tensor(beta_i), acc);
+  if (c.has("beta")) {
+    Value beta = hlo::convert(c.b, c.tensor("beta"), acc);
     Value beta_b = hlo::broadcast_to(c.b, beta, out.shape);
     Value zero = hlo::full(c.b, ir::Type{acc, out.shape}, 0);
     if (acc == DType::Bool) {
@@ -79,72 +80,71 @@ Value conj(Ctx& c, const Value& v) {
 }
 
 std::vector<Value> lower_mm(Ctx& c) {
-  Value p = product(c, c.tensor(0), c.tensor(1), {}, {}, {1}, {0}, c.out().dtype);
+  Value p = product(c, c.tensor("self"), c.tensor("mat2"), {}, {}, {1}, {0}, c.out().dtype);
   return {hlo::convert(c.b, p, c.out().dtype)};
 }
 
 std::vector<Value> lower_bmm(Ctx& c) {
-  Value p = product(c, c.tensor(0), c.tensor(1), {0}, {0}, {2}, {1}, c.out().dtype);
+  Value p = product(c, c.tensor("self"), c.tensor("mat2"), {0}, {0}, {2}, {1}, c.out().dtype);
   return {hlo::convert(c.b, p, c.out().dtype)};
 }
 
 std::vector<Value> lower_mv(Ctx& c) {
-  Value p = product(c, c.tensor(0), c.tensor(1), {}, {}, {1}, {0}, c.out().dtype);
+  Value p = product(c, c.tensor("self"), c.tensor("vec"), {}, {}, {1}, {0}, c.out().dtype);
   return {hlo::convert(c.b, p, c.out().dtype)};
 }
 
 std::vector<Value> lower_dot(Ctx& c) {
-  Value p = product(c, c.tensor(0), c.tensor(1), {}, {}, {0}, {0}, c.out().dtype);
+  Value p = product(c, c.tensor("self"), c.tensor("tensor"), {}, {}, {0}, {0}, c.out().dtype);
   return {hlo::convert(c.b, p, c.out().dtype)};
 }
 
 std::vector<Value> lower_vdot(Ctx& c) {
-  Value p = product(c, conj(c, c.tensor(0)), c.tensor(1), {}, {}, {0}, {0}, c.out().dtype);
+  Value p = product(c, conj(c, c.tensor("self")), c.tensor("other"), {}, {}, {0}, {0}, c.out().dtype);
   return {hlo::convert(c.b, p, c.out().dtype)};
 }
 
-// addmm(self, mat1, mat2, *, beta, alpha)
 std::vector<Value> lower_addmm(Ctx& c) {
-  Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {1}, {0}, c.out().dtype);
-  return {add_form(c, 0, 3, 4, p)};
+  Value p = product(c, c.tensor("mat1"), c.tensor("mat2"), {}, {}, {1}, {0}, c.out().dtype);
+  return {add_form(c, p)};
 }
 
-// baddbmm(self, batch1, batch2, *, beta, alpha)
 std::vector<Value> lower_baddbmm(Ctx& c) {
-  Value p = product(c, c.tensor(1), c.tensor(2), {0}, {0}, {2}, {1}, c.out().dtype);
-  return {add_form(c, 0, 3, 4, p)};
+  Value p = product(c, c.tensor("batch1"), c.tensor("batch2"), {0}, {0}, {2}, {1}, c.out().dtype);
+  return {add_form(c, p)};
 }
 
-// addbmm(self, batch1, batch2, *, beta, alpha). CPU runs one addmm_ per batch entry into the
+// addbmm: CPU runs one addmm_ per batch entry into the
 // result, rounding to the result dtype after each (bf16 loses a bit per batch entry); short
 // floating batches do the same. Otherwise the batch is summed with the inner dimension.
 std::vector<Value> lower_addbmm(Ctx& c) {
   const DType out = c.out().dtype;
-  const int64_t batches = c.tensor(1).shape()[0];
+  const Value& batch1 = c.tensor("batch1");
+  const Value& batch2 = c.tensor("batch2");
+  const int64_t batches = batch1.shape()[0];
   if (!ir::is_floating(out) || batches == 0 || batches > 64) {
-    Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {0, 2}, {0, 1}, out);
-    return {add_form(c, 0, 3, 4, p)};
+    Value p = product(c, batch1, batch2, {}, {}, {0, 2}, {0, 1}, out);
+    return {add_form(c, p)};
   }
-  Value per_batch = product(c, c.tensor(1), c.tensor(2), {0}, {0}, {2}, {1}, out);
+  Value per_batch = product(c, batch1, batch2, {0}, {0}, {2}, {1}, out);
   const ir::Shape& ps = per_batch.shape();
   auto entry = [&](int64_t k) {
     return hlo::reshape(c.b, hlo::slice_dim(c.b, per_batch, 0, k, k + 1), {ps[1], ps[2]});
   };
-  Value r = add_form(c, 0, 3, 4, entry(0));
+  Value r = add_form(c, entry(0));
   const DType acc = per_batch.dtype();
   for (int64_t k = 1; k < batches; ++k) {
     Value p = entry(k);
-    if (c.has(4))
-      p = hlo::mul(c.b, hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(4), acc), p.shape()), p);
+    if (c.has("alpha"))
+      p = hlo::mul(c.b, hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor("alpha"), acc), p.shape()), p);
     r = hlo::convert(c.b, hlo::add(c.b, hlo::convert(c.b, r, acc), p), out);
   }
   return {r};
 }
 
-// addmv(self, mat, vec, *, beta, alpha)
 std::vector<Value> lower_addmv(Ctx& c) {
-  Value p = product(c, c.tensor(1), c.tensor(2), {}, {}, {1}, {0}, c.out().dtype);
-  return {add_form(c, 0, 3, 4, p)};
+  Value p = product(c, c.tensor("mat"), c.tensor("vec"), {}, {}, {1}, {0}, c.out().dtype);
+  return {add_form(c, p)};
 }
 
 // addr for bf16/f16: CPU's kernel evaluates beta * self + alpha * vec1 * vec2 in the reduced
@@ -153,43 +153,43 @@ Value addr_reduced(Ctx& c, const Value& a, const Value& b) {
   const ir::Type& out = c.out();
   DType acc = a.dtype();
   auto round = [&](const Value& v) { return precision::round_to(c.b, v, out.dtype); };
-  auto scalar = [&](int i) {
-    return hlo::broadcast_to(c.b, round(hlo::convert(c.b, c.tensor(i), acc)), out.shape);
+  auto scalar = [&](const char* name) {
+    return hlo::broadcast_to(c.b, round(hlo::convert(c.b, c.tensor(name), acc)), out.shape);
   };
   Value p = a;
-  if (c.has(4)) p = round(hlo::mul(c.b, scalar(4), p));
+  if (c.has("alpha")) p = round(hlo::mul(c.b, scalar("alpha"), p));
   p = round(hlo::mul(c.b, p, b));
-  Value self = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(0), acc), out.shape);
+  Value self = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor("self"), acc), out.shape);
   Value term = self;
-  if (c.has(3)) {
-    Value beta = scalar(3);
+  if (c.has("beta")) {
+    Value beta = scalar("beta");
     Value zero = hlo::full(c.b, ir::Type{acc, out.shape}, 0);
     term = hlo::select(c.b, hlo::compare(c.b, beta, zero, "EQ"), zero, round(hlo::mul(c.b, beta, self)));
   }
   return hlo::convert(c.b, hlo::add(c.b, term, p), out.dtype);
 }
 
-// addr(self, vec1, vec2, *, beta, alpha): the outer product is an elementwise product.
+// addr: the outer product is an elementwise product.
 std::vector<Value> lower_addr(Ctx& c) {
   const ir::Type& out = c.out();
   DType acc = acc_type(out.dtype);
-  Value v1 = hlo::convert(c.b, c.tensor(1), acc), v2 = hlo::convert(c.b, c.tensor(2), acc);
+  Value v1 = hlo::convert(c.b, c.tensor("vec1"), acc), v2 = hlo::convert(c.b, c.tensor("vec2"), acc);
   ir::Shape shape{v1.shape()[0], v2.shape()[0]};
   Value a = hlo::broadcast_in_dim(c.b, v1, shape, {0});
   Value b = hlo::broadcast_in_dim(c.b, v2, shape, {1});
   if (precision::is_reduced(out.dtype))
     return {addr_reduced(c, hlo::broadcast_to(c.b, a, out.shape), hlo::broadcast_to(c.b, b, out.shape))};
   Value p = acc == DType::Bool ? hlo::binary(c.b, "stablehlo.and", a, b) : hlo::mul(c.b, a, b);
-  return {add_form(c, 0, 3, 4, p)};
+  return {add_form(c, p)};
 }
 
-// linalg_cross(self, other, *, dim): the 3-vector cross product along `dim` (both broadcast to
+// linalg_cross: the 3-vector cross product along `dim` (both broadcast to
 // the result shape).
 std::vector<Value> lower_linalg_cross(Ctx& c) {
   const ir::Type& out = c.out();
-  const int dim = static_cast<int>(hlo::wrap_dim(c.int_arg(2), static_cast<int64_t>(out.shape.size())));
-  Value a = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(0), out.dtype), out.shape);
-  Value o = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(1), out.dtype), out.shape);
+  const int dim = static_cast<int>(hlo::wrap_dim(c.int_arg("dim"), static_cast<int64_t>(out.shape.size())));
+  Value a = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor("self"), out.dtype), out.shape);
+  Value o = hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor("other"), out.dtype), out.shape);
   auto at = [&](const Value& v, int64_t k) { return hlo::slice_dim(c.b, v, dim, k, k + 1); };
   auto term = [&](int64_t i, int64_t j) {
     return hlo::sub(c.b, hlo::mul(c.b, at(a, i), at(o, j)), hlo::mul(c.b, at(a, j), at(o, i)));
@@ -199,16 +199,16 @@ std::vector<Value> lower_linalg_cross(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::mm", lower_mm);
-TPU_LOWERING("aten::bmm", lower_bmm);
-TPU_LOWERING("aten::mv", lower_mv);
-TPU_LOWERING("aten::dot", lower_dot);
-TPU_LOWERING("aten::vdot", lower_vdot);
-TPU_LOWERING("aten::addmm", lower_addmm);
-TPU_LOWERING("aten::baddbmm", lower_baddbmm);
-TPU_LOWERING("aten::addbmm", lower_addbmm);
-TPU_LOWERING("aten::addmv", lower_addmv);
-TPU_LOWERING("aten::addr", lower_addr);
-TPU_LOWERING("aten::linalg_cross", lower_linalg_cross);
+TPU_LOWERING("aten::mm", lower_mm, reads({"self", "mat2"}));
+TPU_LOWERING("aten::bmm", lower_bmm, reads({"self", "mat2"}));
+TPU_LOWERING("aten::mv", lower_mv, reads({"self", "vec"}));
+TPU_LOWERING("aten::dot", lower_dot, reads({"self", "tensor"}));
+TPU_LOWERING("aten::vdot", lower_vdot, reads({"self", "other"}));
+TPU_LOWERING("aten::addmm", lower_addmm, reads({"self", "mat1", "mat2", "beta", "alpha"}));
+TPU_LOWERING("aten::baddbmm", lower_baddbmm, reads({"self", "batch1", "batch2", "beta", "alpha"}));
+TPU_LOWERING("aten::addbmm", lower_addbmm, reads({"self", "batch1", "batch2", "beta", "alpha"}));
+TPU_LOWERING("aten::addmv", lower_addmv, reads({"self", "mat", "vec", "beta", "alpha"}));
+TPU_LOWERING("aten::addr", lower_addr, reads({"self", "vec1", "vec2", "beta", "alpha"}));
+TPU_LOWERING("aten::linalg_cross", lower_linalg_cross, reads({"self", "other", "dim"}));
 
 }  // namespace tpu::lowering

@@ -119,7 +119,7 @@ TEST(Promotion, TensorListsAndCtx) {
 
   tpu::ir::Builder b;
   tpu::lowering::Ctx ctx{
-      b, {tensor(DType::I32), Arg{}, wrapped(DType::F64), tensor(DType::F64, 0)}, {}, {}, {}};
+      b, {tensor(DType::I32), Arg{}, wrapped(DType::F64), tensor(DType::F64, 0)}, {}, {}, {}, nullptr};
   CHECK_EQ(result_type(ctx, {0, 1, 2}), DType::F32);
   CHECK_EQ(result_type(ctx, {0, 3}), DType::F64);
   CHECK_EQ(result_type(ctx, {0, 7}), DType::I32);  // index past the end counts as absent

@@ -1,6 +1,10 @@
 // The lowering registry: one pure function per ATen op, IR values in, IR values out.
 //
-// A lowering sees the op's schema arguments in order (Ctx::arg). Tensor arguments arrive as IR
+// A lowering sees the op's schema arguments in order (Ctx::arg). A lowering registered with a
+// Signature (`reads({"self", "mat1"})`) reads them by schema name instead (`c.tensor("mat1")`);
+// the names are checked against the operator's schema when it is bound, so a misspelt or
+// renamed argument fails at import (debug builds) or in tests/test_build.py, never silently.
+// Lowerings without a Signature still read by position (migration: issue 19). Tensor arguments arrive as IR
 // values of their logical shape and dtype. Python scalars and `float` arguments arrive as 0-d
 // runtime values (so a changing learning rate never recompiles) unless the lowering lists them
 // in `static_args`, in which case their host value is part of the compile-cache key and is
@@ -13,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/builder.h"
@@ -50,6 +55,8 @@ struct Arg {
 // Carried as the first character of the check's message (exec::CheckFailure splits it off).
 enum class CheckError : char { Runtime = 'R', Index = 'I', LinAlg = 'L' };
 
+struct Lowering;
+
 struct Ctx {
   ir::Builder& b;
   std::vector<Arg> args;
@@ -63,6 +70,8 @@ struct Ctx {
     checks.emplace_back(ok, static_cast<char>(kind) + message);
   }
 
+  const Lowering* lowering = nullptr;  // whose schema names the by-name accessors resolve
+
   const Arg& arg(int i) const { return args.at(i); }
   const ir::Value& tensor(int i) const { return args.at(i).value; }
   bool has(int i) const { return i < static_cast<int>(args.size()) && !args[i].is_none(); }
@@ -70,25 +79,55 @@ struct Ctx {
   const std::vector<int64_t>& ints(int i) const { return args.at(i).ints; }
   bool bool_arg(int i) const { return args.at(i).i != 0; }
   const ir::Type& out(int k = 0) const { return out_types.at(k); }
+
+  // By schema argument name ("mat1"): the name must be one the lowering declares (Signature).
+  int index(std::string_view name) const;
+  const Arg& arg(std::string_view name) const { return arg(index(name)); }
+  const ir::Value& tensor(std::string_view name) const { return tensor(index(name)); }
+  bool has(std::string_view name) const { return has(index(name)); }
+  int64_t int_arg(std::string_view name) const { return int_arg(index(name)); }
+  const std::vector<int64_t>& ints(std::string_view name) const { return ints(index(name)); }
+  bool bool_arg(std::string_view name) const { return bool_arg(index(name)); }
 };
 
 using LowerFn = std::vector<ir::Value> (*)(Ctx&);
 
+// The schema arguments a lowering reads by name, and the scalar arguments whose host value is a
+// compile-time constant (part of the compile-cache key, readable as Arg::d / Arg::i). Checked
+// against the operator's schema when the lowering is bound (aten/register.cpp).
+struct Signature {
+  std::vector<std::string> reads;
+  std::vector<std::string> statics;
+};
+// TPU_LOWERING("aten::addmm", lower_addmm, reads({"self", "mat1", "mat2", "beta", "alpha"}));
+// statics are read by name too and need not be repeated in `names`.
+inline Signature reads(std::vector<std::string> names, std::vector<std::string> statics = {}) {
+  return Signature{std::move(names), std::move(statics)};
+}
+
 struct Lowering {
   std::string name;  // "aten::add.Tensor"
   LowerFn fn = nullptr;
-  uint32_t static_args = 0;  // bit i: argument i's scalar value is compile-time
-  bool random = false;       // needs Ctx::rng_state even without a Generator argument
+  uint32_t static_args = 0;                   // bit i: argument i's scalar value is compile-time
+  bool random = false;                        // needs Ctx::rng_state even without a Generator argument
+  Signature signature = {};                   // empty for lowerings that still read arguments by position
+  std::vector<std::string> schema_args = {};  // the operator's argument names, set when bound
 };
 
 void register_lowering(const Lowering& lowering);
+// Records the operator's argument names for `name`'s lowering and sets its static_args from
+// the declared statics; returns the declared names the schema does not have.
+std::vector<std::string> bind_schema(const std::string& name, const std::vector<std::string>& schema_args);
 // nullptr when no lowering exists for `name` ("aten::add.Tensor").
 const Lowering* find_lowering(const std::string& name);
 std::vector<const Lowering*> all_lowerings();
 
 struct Registrar {
   Registrar(const char* name, LowerFn fn, uint32_t static_args = 0, bool random = false) {
-    register_lowering(Lowering{name, fn, static_args, random});
+    register_lowering(Lowering{name, fn, static_args, random, {}, {}});
+  }
+  Registrar(const char* name, LowerFn fn, Signature signature, bool random = false) {
+    register_lowering(Lowering{name, fn, 0, random, std::move(signature), {}});
   }
 };
 

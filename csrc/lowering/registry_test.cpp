@@ -6,6 +6,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "lowering/registry.h"
@@ -40,4 +41,35 @@ TEST(LoweringRegistry, EveryLoweringInTheSourcesIsBound) {
     if (!bound.count(name)) missing += " " + name;
   CHECK_EQ(missing, std::string());
   CHECK_EQ(bound.size(), expected.size());
+}
+
+TEST(LoweringRegistry, ArgumentsAreReadByDeclaredSchemaNames) {
+  using tpu::lowering::Arg;
+  tpu::lowering::Lowering l{"test::scratch", nullptr};
+  l.signature = tpu::lowering::reads({"self", "dim"});
+  l.schema_args = {"self", "other", "dim"};
+  tpu::ir::Builder b;
+  Arg dim;
+  dim.kind = Arg::Kind::Int;
+  dim.i = 2;
+  tpu::lowering::Ctx c{b, {Arg{}, Arg{}, dim}, {}, {}, {}, &l};
+  CHECK_EQ(c.index("self"), 0);
+  CHECK_EQ(c.int_arg("dim"), int64_t{2});
+  // Declared names only: reading another schema argument is an error, not a silent read.
+  CHECK_THROWS_WITH(c.index("other"), std::logic_error, "does not declare");
+  l.signature.reads.push_back("misspelt");
+  CHECK_THROWS_WITH(c.index("misspelt"), std::logic_error, "has no argument 'misspelt'");
+}
+
+TEST(LoweringRegistry, BindingChecksDeclaredNamesAndSetsStatics) {
+  // A registered lowering (addmm's) against a schema: unknown declared names come back.
+  const auto* addmm = tpu::lowering::find_lowering("aten::addmm");
+  REQUIRE(addmm != nullptr);
+  std::vector<std::string> schema = {"self", "mat1", "mat2", "beta", "alpha"};
+  CHECK_EQ(tpu::lowering::bind_schema("aten::addmm", schema).size(), size_t{0});
+  std::vector<std::string> renamed = {"input", "mat1", "mat2", "beta", "alpha"};
+  std::vector<std::string> unknown = tpu::lowering::bind_schema("aten::addmm", renamed);
+  CHECK_EQ(unknown.size(), size_t{1});
+  CHECK_EQ(unknown.at(0), std::string("self"));
+  tpu::lowering::bind_schema("aten::addmm", schema);  // as the dispatcher has it
 }

@@ -262,6 +262,7 @@ PYBIND11_MODULE(_C, m) {
         return names ? aten::unresolved_lowering_names(*names) : aten::unresolved_lowering_names();
       },
       py::arg("names") = py::none());
+  m.def("_undeclared_arguments", &aten::undeclared_arguments);
   m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });
   m.def("_set_device", [](int d) {
     TORCH_CHECK(d >= 0 && d < aten::device_count(), "Invalid device, tpu:", d);
