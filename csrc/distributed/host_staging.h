@@ -1,7 +1,7 @@
 // Host staging for the tpu_dist backend: tpu tensors are copied to CPU tensors that torch's
 // Gloo backend can send, and results are copied back through the original (possibly strided)
-// tpu tensors. Copies go through the ordinary ATen copy kernels, so fused work pending on a tensor
-// is materialized first and a write-back into a view reaches its base.
+// tpu tensors. Downloads go through the ordinary ATen copy kernel (fused work pending on a tensor
+// is materialized first); a write-back into a view goes through it too and reaches its base.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -29,7 +29,9 @@ at::Tensor host_like(const at::Tensor& t, at::ScalarType as);
 at::Tensor bytes(const at::Tensor& host);
 
 std::vector<at::Tensor> to_host(const std::vector<at::Tensor>& ts, at::ScalarType as);
-// Copies each host result back into its tpu tensor (converting to the tensor's dtype).
+// Writes each host result into its tpu tensor (converting to the tensor's dtype). A result that
+// covers its tensor's storage keeps the host memory as its device buffer where the plugin can
+// (aten::adopt_host_tensor): the host tensors must not be written afterwards.
 void copy_back(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& host);
 
 }  // namespace tpu::distributed
