@@ -12,8 +12,8 @@ using ir::Value;
 
 // channel_shuffle(self, groups)
 std::vector<Value> lower_channel_shuffle(Ctx& c) {
-  const Value& x = c.tensor(0);
-  const int64_t groups = c.int_arg(1);
+  const Value& x = c.tensor("self");
+  const int64_t groups = c.int_arg("groups");
   Shape s = x.shape();
   if (s.size() < 2 || groups <= 0 || s[1] % groups != 0) return {hlo::reshape(c.b, x, c.out().shape)};
   Shape split = {s[0], groups, s[1] / groups};
@@ -26,6 +26,6 @@ std::vector<Value> lower_channel_shuffle(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::channel_shuffle", lower_channel_shuffle);
+TPU_LOWERING("aten::channel_shuffle", lower_channel_shuffle, reads({"self", "groups"}));
 
 }  // namespace tpu::lowering

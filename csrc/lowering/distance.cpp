@@ -77,16 +77,15 @@ Value differences(Builder& b, const Value& x1, const Value& x2, const Shape& bat
 
 Shape batch_of(const Shape& out) { return Shape(out.begin(), out.end() - 2); }
 
-// _cdist_forward(x1, x2, p, compute_mode)
 std::vector<Value> lower_cdist_forward(Ctx& c) {
   Builder& b = c.b;
   const ir::Type& out = c.out();
-  const double p = c.arg(2).d;
+  const double p = c.arg("p").d;
   const Shape batch = batch_of(out.shape);
   const int64_t n = static_cast<int64_t>(batch.size());
-  Value x1 = c.tensor(0), x2 = c.tensor(1);
+  Value x1 = c.tensor("x1"), x2 = c.tensor("x2");
   const int64_t r1 = x1.shape()[x1.rank() - 2], r2 = x2.shape()[x2.rank() - 2];
-  const int64_t mode = c.has(3) ? c.int_arg(3) : 0;
+  const int64_t mode = c.has("compute_mode") ? c.int_arg("compute_mode") : 0;
   if (x1.shape().back() == 0) return {hlo::full(b, out, 0)};
   if (p == 2 && (mode == 1 || (mode == 0 && (r1 > 25 || r2 > 25)))) {
     // CPU's _euclidean_dist: one product of [-2 a, |a|^2, 1] and [b, 1, |b|^2].
@@ -113,15 +112,15 @@ std::vector<Value> lower_cdist_forward(Ctx& c) {
   return {norm_of_differences(b, differences(b, x1, x2, batch), p)};
 }
 
-// _cdist_backward(grad, x1, x2, p, cdist): the gradient with respect to x1 (autograd swaps the
+// _cdist_backward: the gradient with respect to x1 (autograd swaps the
 // arguments for x2).
 std::vector<Value> lower_cdist_backward(Ctx& c) {
   Builder& b = c.b;
-  const double p = c.arg(3).d;
-  const Value& grad = c.tensor(0);
-  const Value& dist = c.tensor(4);
+  const double p = c.arg("p").d;
+  const Value& grad = c.tensor("grad");
+  const Value& dist = c.tensor("cdist");
   const Shape batch = batch_of(dist.shape());
-  Value d = differences(b, c.tensor(1), c.tensor(2), batch);
+  Value d = differences(b, c.tensor("x1"), c.tensor("x2"), batch);
   if (d.type.numel() == 0) return {hlo::full(b, c.out(), 0)};
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < dist.rank(); ++i) dims.push_back(i);
@@ -155,32 +154,31 @@ Value symmetric(Builder& b, const Value& v, int64_t n) {
   return hlo::add(b, upper, hlo::transpose(b, upper, {1, 0}));
 }
 
-// _pdist_forward(self, p): distances between the rows of a [N, M] matrix, pairs i < j.
+// _pdist_forward: distances between the rows of a [N, M] matrix, pairs i < j.
 std::vector<Value> lower_pdist_forward(Ctx& c) {
-  const Value& x = c.tensor(0);
+  const Value& x = c.tensor("self");
   if (c.out().numel() == 0) return {hlo::full(c.b, c.out(), 0)};
-  return {condensed(c.b, norm_of_differences(c.b, differences(c.b, x, x, {}), c.arg(1).d))};
+  return {condensed(c.b, norm_of_differences(c.b, differences(c.b, x, x, {}), c.arg("p").d))};
 }
 
-// _pdist_backward(grad, self, p, pdist)
 std::vector<Value> lower_pdist_backward(Ctx& c) {
   Builder& b = c.b;
-  const Value& x = c.tensor(1);
+  const Value& x = c.tensor("self");
   const int64_t n = x.shape()[0];
-  if (c.tensor(3).type.numel() == 0) return {hlo::full(b, c.out(), 0)};
+  if (c.tensor("pdist").type.numel() == 0) return {hlo::full(b, c.out(), 0)};
   Value d = differences(b, x, x, {});
-  Value dist = hlo::broadcast_in_dim(b, symmetric(b, c.tensor(3), n), d.shape(), {0, 1});
-  Value grad = hlo::broadcast_in_dim(b, symmetric(b, c.tensor(0), n), d.shape(), {0, 1});
-  Value w = hlo::mul(b, distance_gradient(b, d, dist, c.arg(2).d), grad);
+  Value dist = hlo::broadcast_in_dim(b, symmetric(b, c.tensor("pdist"), n), d.shape(), {0, 1});
+  Value grad = hlo::broadcast_in_dim(b, symmetric(b, c.tensor("grad"), n), d.shape(), {0, 1});
+  Value w = hlo::mul(b, distance_gradient(b, d, dist, c.arg("p").d), grad);
   return {reduce::sum(b, w, {1})};
 }
 
 }  // namespace
 
 // p is compile-time: it selects the formula.
-TPU_LOWERING("aten::_cdist_forward", lower_cdist_forward, 0b100);
-TPU_LOWERING("aten::_cdist_backward", lower_cdist_backward, 0b1000);
-TPU_LOWERING("aten::_pdist_forward", lower_pdist_forward, 0b10);
-TPU_LOWERING("aten::_pdist_backward", lower_pdist_backward, 0b100);
+TPU_LOWERING("aten::_cdist_forward", lower_cdist_forward, reads({"x1", "x2", "compute_mode"}, {"p"}));
+TPU_LOWERING("aten::_cdist_backward", lower_cdist_backward, reads({"grad", "x1", "x2", "cdist"}, {"p"}));
+TPU_LOWERING("aten::_pdist_forward", lower_pdist_forward, reads({"self"}, {"p"}));
+TPU_LOWERING("aten::_pdist_backward", lower_pdist_backward, reads({"grad", "self", "pdist"}, {"p"}));
 
 }  // namespace tpu::lowering

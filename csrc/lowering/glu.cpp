@@ -21,12 +21,12 @@ Halves halves(Builder& b, const Value& x, int64_t dim) {
   return {hlo::slice_dim(b, x, d, 0, h), hlo::slice_dim(b, x, d, h, 2 * h)};
 }
 
-// glu(self, dim)
+// glu: the first half of `dim` times the sigmoid of the second.
 std::vector<Value> lower_glu(Ctx& c) {
   Builder& b = c.b;
-  ew::require_real(c.tensor(0).dtype());
-  Value x = hlo::convert(b, c.tensor(0), ew::opmath(c.out().dtype));
-  Halves h = halves(b, x, c.int_arg(1));
+  ew::require_real(c.tensor("self").dtype());
+  Value x = hlo::convert(b, c.tensor("self"), ew::opmath(c.out().dtype));
+  Halves h = halves(b, x, c.int_arg("dim"));
   return {ew::finish(c, hlo::mul(b, h.a, ew::sigmoid(b, h.b)))};
 }
 
@@ -35,9 +35,9 @@ std::vector<Value> lower_glu(Ctx& c) {
 std::vector<Value> lower_glu_backward(Ctx& c) {
   Builder& b = c.b;
   const ir::DType t = ew::opmath(c.out().dtype);
-  Value g = hlo::convert(b, c.tensor(0), t);
-  Value x = hlo::convert(b, c.tensor(1), t);
-  int d = static_cast<int>(hlo::wrap_dim(c.int_arg(2), x.rank()));
+  Value g = hlo::convert(b, c.tensor("grad_output"), t);
+  Value x = hlo::convert(b, c.tensor("self"), t);
+  int d = static_cast<int>(hlo::wrap_dim(c.int_arg("dim"), x.rank()));
   Halves h = halves(b, x, d);
   Value sig = ew::sigmoid(b, h.b);
   Value one_minus = hlo::sub(b, hlo::scalar_like(b, sig, 1), sig);
@@ -48,7 +48,7 @@ std::vector<Value> lower_glu_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::glu", lower_glu);
-TPU_LOWERING("aten::glu_backward", lower_glu_backward);
+TPU_LOWERING("aten::glu", lower_glu, reads({"self", "dim"}));
+TPU_LOWERING("aten::glu_backward", lower_glu_backward, reads({"grad_output", "self", "dim"}));
 
 }  // namespace tpu::lowering
