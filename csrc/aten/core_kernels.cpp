@@ -205,8 +205,7 @@ at::Tensor& copy_tpu(at::Tensor& dst, const at::Tensor& src, bool non_blocking) 
     exec::Storage* s = storage_of(dst);
     ir::DType dtype = to_ir(dst.scalar_type());
     auto buffer = exec::upload(host.const_data_ptr(), dtype, {host.numel()}, dst.device().index());
-    if (lowering::covers_storage({dst.sizes().vec(), dst.strides().vec(), dst.storage_offset()},
-                                 s->numel_as(dtype))) {
+    if (covers_its_storage(dst)) {
       s->set_buffer(std::move(buffer), dtype);
       return dst;
     }

@@ -269,6 +269,11 @@ at::Tensor& into(at::Tensor& out, const at::Tensor& result) {
   return out.copy_(result);
 }
 
+bool covers_its_storage(const at::Tensor& t) {
+  return lowering::covers_storage({t.sizes().vec(), t.strides().vec(), t.storage_offset()},
+                                  storage_of(t)->numel_as(to_ir(t.scalar_type())));
+}
+
 void download_into(const at::Tensor& t, const at::Tensor& out) {
   if (t.scalar_type() == c10::kComplexHalf) {  // stored as (re, im) pairs of halves
     at::view_as_real(out).copy_(to_cpu(at::view_as_real(t)));
@@ -278,9 +283,7 @@ void download_into(const at::Tensor& t, const at::Tensor& out) {
   exec::Storage* s = storage_of(src);
   DType dtype = to_ir(t.scalar_type());
   runtime::BufferPtr buffer = exec::concrete_buffer(s);
-  bool whole =
-      buffer && s->dtype == dtype &&
-      lowering::covers_storage({t.sizes().vec(), t.strides().vec(), t.storage_offset()}, s->numel_as(dtype));
+  bool whole = buffer && s->dtype == dtype && covers_its_storage(t);
   if (!whole) {
     src = run_internal("torch_tpu::view_copy", {t}, {}, {ir::Type{dtype, t.sizes().vec()}},
                        t.device().index())[0];
@@ -297,9 +300,7 @@ void adopt_host_tensor(const at::Tensor& dst, const at::Tensor& host) {
   DType dtype = to_ir(dst.scalar_type());
   bool whole = host.is_contiguous() && host.scalar_type() == dst.scalar_type() &&
                host.sizes() == dst.sizes() && dst.scalar_type() != c10::kComplexHalf && !dst.is_conj() &&
-               !dst.is_neg() &&
-               lowering::covers_storage({dst.sizes().vec(), dst.strides().vec(), dst.storage_offset()},
-                                        s->numel_as(dtype));
+               !dst.is_neg() && covers_its_storage(dst);
   if (!whole) {
     dst.copy_(host);
     return;

@@ -15,6 +15,9 @@ c10::ScalarType to_torch(ir::DType t);
 
 // The device storage behind a tpu tensor.
 exec::Storage* storage_of(const at::TensorBase& t);
+// Whether tpu tensor `t` covers every element of its storage, seen as t's dtype: a write of it
+// can replace the storage's buffer, a read of it can take the buffer as is.
+bool covers_its_storage(const at::Tensor& t);
 c10::Allocator* tpu_allocator();
 c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex d);

@@ -71,37 +71,38 @@ std::string Client::device_kind(size_t index) const {
   return std::string(kind.device_kind, kind.device_kind_size);
 }
 
-BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
-                                   size_t device_index) const {
+BufferPtr Client::transfer_from_host(const void* data, PJRT_Buffer_Type type,
+                                     const std::vector<int64_t>& dims, size_t device_index,
+                                     PJRT_HostBufferSemantics semantics, Event& done) const {
   TPU_PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args, args);
   args.client = client_;
   args.data = data;
   args.type = type;
   args.dims = dims.data();
   args.num_dims = dims.size();
-  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.host_buffer_semantics = semantics;
   args.device = device(device_index);
   check(api(), api()->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
-  auto buffer = std::make_shared<Buffer>(api(), args.buffer);
-  // The host data is only guaranteed to be read once this fires.
-  Event(api(), args.done_with_host_buffer).await();
+  done = Event(api(), args.done_with_host_buffer);
+  return std::make_shared<Buffer>(api(), args.buffer);
+}
+
+BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                                   size_t device_index) const {
+  Event done;
+  BufferPtr buffer = transfer_from_host(data, type, dims, device_index,
+                                        PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, done);
+  done.await();  // the host data is only guaranteed to be read once this fires
   return buffer;
 }
 
 BufferPtr Client::buffer_aliasing_host(const void* data, PJRT_Buffer_Type type,
                                        const std::vector<int64_t>& dims, size_t device_index,
                                        std::shared_ptr<void> owner) const {
-  TPU_PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args, args);
-  args.client = client_;
-  args.data = data;
-  args.type = type;
-  args.dims = dims.data();
-  args.num_dims = dims.size();
-  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
-  args.device = device(device_index);
-  check(api(), api()->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
-  auto buffer = std::make_shared<Buffer>(api(), args.buffer);
-  Event(api(), args.done_with_host_buffer).on_ready([owner = std::move(owner)]() mutable { owner.reset(); });
+  Event done;
+  BufferPtr buffer =
+      transfer_from_host(data, type, dims, device_index, PJRT_HostBufferSemantics_kImmutableZeroCopy, done);
+  done.on_ready([owner = std::move(owner)]() mutable { owner.reset(); });
   return buffer;
 }
 

@@ -53,6 +53,9 @@ class Client {
 
  private:
   PJRT_DeviceDescription* description(size_t index) const;
+  // PJRT_Client_BufferFromHostBuffer with `semantics`; `done` receives its done-with-host event.
+  BufferPtr transfer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                               size_t device_index, PJRT_HostBufferSemantics semantics, Event& done) const;
 
   std::shared_ptr<Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
