@@ -25,7 +25,7 @@ timed() {  # timed LABEL COMMAND...: runs the command, prints its seconds and bu
 
 timed "first install (fresh venv, ccache off)" env CCACHE_DISABLE=1 bash scripts/install.sh
 timed "second install, no change" bash scripts/install.sh
-touch csrc/lowering/glu.cpp
+touch csrc/lowering/nn/glu.cpp
 timed "install after touching one lowering file" env CCACHE_DISABLE=1 bash scripts/install.sh
 echo "  compiled: $(grep -oE ' -c [^ ]+\.cpp' build/install.log | sed 's|.*/||' | tr '\n' ' ')"
 echo "  linked:   $(grep -E '^\s*\[[0-9]+/[0-9]+\] : &&' build/install.log | grep -oE ' -o [^ ]+' | sed 's/ -o //' | tr '\n' ' ')"

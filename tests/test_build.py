@@ -3,6 +3,7 @@ torch-free core pass under ctest, both binaries bind every lowering written in t
 the installed build is current (the test command never needs to rebuild)."""
 
 import filecmp
+import glob
 import os
 import re
 import shutil
@@ -30,10 +31,9 @@ def lowering_names_in_sources():
     pattern = re.compile(r'^\s*TPU_LOWERING\("([^"]+)"', re.MULTILINE)
     folder = os.path.join(ROOT, "csrc", "lowering")
     names = set()
-    for name in os.listdir(folder):
-        if name.endswith(".cpp"):
-            with open(os.path.join(folder, name)) as f:
-                names.update(pattern.findall(f.read()))
+    for path in glob.glob(os.path.join(folder, "**", "*.cpp"), recursive=True):
+        with open(path) as f:
+            names.update(pattern.findall(f.read()))
     return names
 
 

@@ -1,4 +1,4 @@
-"""searchsorted, bucketize, isin, histc (lowering/search.cpp) and histogram (aten/histogram_kernels.cpp)
+"""searchsorted, bucketize, isin, histc (lowering/reduction/search.cpp) and histogram (aten/histogram_kernels.cpp)
 against PyTorch's CPU kernels."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Derives the Chebyshev series of csrc/lowering/bessel_math.cpp.
+"""Derives the Chebyshev series of csrc/lowering/special/bessel_math.cpp.
 
 Every function is written as a smooth remainder on an interval, mapped to u in [-1, 1] and
 interpolated there at Chebyshev points with mpmath (40 digits); the series is then truncated

@@ -1,4 +1,4 @@
-"""Derives the Lanczos coefficients of csrc/lowering/gamma_math.cpp.
+"""Derives the Lanczos coefficients of csrc/lowering/special/gamma_math.cpp.
 
 Gamma(z + 1) = sqrt(2 pi) t^(z + 1/2) e^-t A(z),  t = z + g + 1/2,
 A(z) ~ c_0 + sum_{k=1..n} c_k / (z + k)

@@ -1,4 +1,4 @@
-"""Derives the coefficients of csrc/lowering/special_math.cpp and checks the formulas.
+"""Derives the coefficients of csrc/lowering/special/special_math.cpp and checks the formulas.
 
 Every approximation is a Chebyshev interpolant computed with mpmath (50 digits) at Chebyshev
 points, which is close to the minimax polynomial of the same degree:

@@ -10,7 +10,7 @@
 
 namespace tpu::aten {
 
-// CPU has no float8 kernel for these (lowering/float8.h).
+// CPU has no float8 kernel for these (lowering/core/float8.h).
 static void check_not_float8(const at::Tensor& self, const char* op) {
   TORCH_CHECK_NOT_IMPLEMENTED(!ir::is_float8(to_ir(self.scalar_type())), "\"", op, "\" not implemented for '",
                               self.scalar_type(), "'");

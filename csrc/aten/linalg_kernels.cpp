@@ -2,14 +2,14 @@
 // one), and for linalg_lstsq, whose output shapes depend on the driver and, for gelsd/gelss,
 // on the computed rank: it is composed here from lowered ops instead of being one lowering.
 //
-// - geqrf: lowered (lowering/linalg_qr.cpp); its meta kernel is here. Outputs carry the CPU's
+// - geqrf: lowered (lowering/linalg/qr.cpp); its meta kernel is here. Outputs carry the CPU's
 //   column-major (LAPACK) strides.
 // - linalg_lstsq: the solution by QR (A = QR for m >= n; the minimum-norm solution from
 //   A^T = QR for m < n), which is the CPU drivers' solution for the full-rank matrices they are
 //   meant for. residuals, rank and singular_values follow the CPU's rules per driver: residuals
 //   only for m > n and drivers other than gelsy (gelsd/gelss: only when every matrix has full
 //   rank), rank for all but gels, singular values for gelsd/gelss; otherwise empty tensors.
-// - linalg_eigvals.out: the out= form of the lowered _linalg_eigvals (lowering/linalg_eig.cpp),
+// - linalg_eigvals.out: the out= form of the lowered _linalg_eigvals (lowering/linalg/eig.cpp),
 //   which the generic kernel cannot derive (the names differ), with the CPU's dtype check.
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorOperators.h>

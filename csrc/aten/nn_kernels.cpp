@@ -3,7 +3,7 @@
 //
 // - Convolution: aten::_convolution checks the arguments (PyTorch's own messages), views 1-d
 //   convolutions as 2-d and calls convolution_overrideable; convolution_backward calls
-//   convolution_backward_overrideable. Both are lowered (lowering/convolution.cpp), but PyTorch
+//   convolution_backward_overrideable. Both are lowered (lowering/nn/convolution.cpp), but PyTorch
 //   gives them no meta kernel, which the generic kernel needs to plan its outputs: the meta
 //   kernels are here. Outputs are contiguous, as PyTorch's fake tensors assume for an
 //   Overrideable backend (torch._C._conv_determine_backend_memory_format).
@@ -12,8 +12,8 @@
 //   _native_batch_norm_legit (training, with or without running stats) and
 //   _native_batch_norm_legit_no_training (eval), which are lowered.
 // - multi_margin_loss_backward / multilabel_margin_loss_backward: lowered
-//   (lowering/margin_loss.cpp) but without a PyTorch meta kernel; theirs are here.
-// - _ctc_loss_backward: lowered (lowering/ctc_loss.cpp), no PyTorch meta kernel; its gradient
+//   (lowering/nn/margin_loss.cpp) but without a PyTorch meta kernel; theirs are here.
+// - _ctc_loss_backward: lowered (lowering/nn/ctc_loss.cpp), no PyTorch meta kernel; its gradient
 //   is shaped like log_probs.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_native_batch_norm_legit.h>

@@ -17,7 +17,7 @@
 #include "exec/device_context.h"
 #include "exec/executor.h"
 #include "exec/metrics.h"
-#include "lowering/float8.h"
+#include "lowering/core/float8.h"
 
 namespace tpu::aten {
 
@@ -358,7 +358,7 @@ exec::OutputPlan plan_outputs(const c10::OperatorHandle& op, const OpBinding& bi
   return plan;
 }
 
-// float8 tensors reach only the ops PyTorch's CPU kernels compute on them (lowering/float8.h);
+// float8 tensors reach only the ops PyTorch's CPU kernels compute on them (lowering/core/float8.h);
 // any other raises CPU's NotImplementedError for the dtype, at the call, before compiling.
 void check_float8(const OpBinding& bind, const exec::OpCall& call, const exec::OutputPlan& plan) {
   std::vector<ir::DType> inputs;
@@ -445,7 +445,7 @@ bool single_mask(const c10::List<std::optional<at::Tensor>>& indices) {
   return masks == 1 && others == 0;
 }
 
-// Lowerings that handle a single boolean mask themselves (lowering/indexing.cpp).
+// Lowerings that handle a single boolean mask themselves (lowering/indexing/indexing.cpp).
 bool takes_static_mask(const OpBinding& bind) {
   const std::string& n = bind.lowering->name;
   return n == "aten::index_put" || n == "aten::_index_put_impl" || n == "aten::_unsafe_index_put";

@@ -4,7 +4,7 @@
 #pragma once
 #include <ATen/core/dispatch/Dispatcher.h>
 
-#include "lowering/registry.h"
+#include "lowering/core/registry.h"
 
 namespace tpu::aten {
 

@@ -6,7 +6,7 @@
 
 #include "exec/compile_cache.h"
 #include "exec/op_call.h"
-#include "lowering/registry.h"
+#include "lowering/core/registry.h"
 
 namespace tpu::exec {
 

@@ -13,7 +13,7 @@
 #include "exec/metrics.h"
 #include "exec/op_program.h"
 #include "exec/recompile_log.h"
-#include "lowering/hlo.h"
+#include "lowering/core/hlo.h"
 
 namespace tpu::exec {
 

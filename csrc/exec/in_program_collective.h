@@ -10,7 +10,7 @@
 
 #include "exec/storage.h"
 #include "ir/dtype.h"
-#include "lowering/collectives.h"
+#include "lowering/collectives/collectives.h"
 #include "runtime/buffer.h"
 
 namespace tpu::exec {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "exec/storage.h"
-#include "lowering/registry.h"
-#include "lowering/storage_view.h"
+#include "lowering/core/registry.h"
+#include "lowering/indexing/storage_view.h"
 
 namespace tpu::exec {
 

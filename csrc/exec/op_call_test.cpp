@@ -6,7 +6,7 @@
 #include "exec/compile_cache.h"
 #include "exec/op_call.h"
 #include "exec/op_program.h"
-#include "lowering/registry.h"
+#include "lowering/core/registry.h"
 #include "testing/pjrt_fixture.h"
 #include "testing/unit_test.h"
 

@@ -4,8 +4,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "lowering/float8.h"
-#include "lowering/hlo.h"
+#include "lowering/core/float8.h"
+#include "lowering/core/hlo.h"
 
 namespace tpu::exec {
 

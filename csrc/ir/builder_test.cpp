@@ -9,7 +9,7 @@
 
 #include "ir/builder.h"
 #include "ir/dtype.h"
-#include "lowering/hlo.h"
+#include "lowering/core/hlo.h"
 #include "testing/pjrt_fixture.h"
 #include "testing/unit_test.h"
 

@@ -18,7 +18,7 @@
 #include "exec/fused_graph.h"
 #include "exec/metrics.h"
 #include "exec/recompile_log.h"
-#include "lowering/registry.h"
+#include "lowering/core/registry.h"
 #include "python/stream_bindings.h"
 
 namespace py = pybind11;

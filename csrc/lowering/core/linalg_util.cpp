@@ -1,0 +1,150 @@
+#include "lowering/core/linalg_util.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "lowering/core/reduce_util.h"
+
+namespace tpu::lowering::linalg {
+
+void require_real(const Value& x, const char* op) {
+  if (ir::is_complex(x.dtype()))
+    throw std::invalid_argument(std::string("torch_tpu: ") + op +
+                                " does not support complex tensors on tpu yet");
+}
+
+Value mT(Builder& b, const Value& x) {
+  std::vector<int64_t> perm;
+  for (int i = 0; i < x.rank(); ++i) perm.push_back(i);
+  std::swap(perm[x.rank() - 1], perm[x.rank() - 2]);
+  return hlo::transpose(b, x, perm);
+}
+
+Value conj(Builder& b, const Value& x) {
+  if (!ir::is_complex(x.dtype())) return x;
+  Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  Value re = b.op1("stablehlo.real", {x}, part), im = b.op1("stablehlo.imag", {x}, part);
+  return b.op1("stablehlo.complex", {re, hlo::neg(b, im)}, x.type);
+}
+
+Value mH(Builder& b, const Value& x) { return conj(b, mT(b, x)); }
+
+Value cabs1(Builder& b, const Value& x) {
+  if (!ir::is_complex(x.dtype())) return hlo::unary(b, "stablehlo.abs", x);
+  Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  return hlo::add(b, hlo::unary(b, "stablehlo.abs", b.op1("stablehlo.real", {x}, part)),
+                  hlo::unary(b, "stablehlo.abs", b.op1("stablehlo.imag", {x}, part)));
+}
+
+Value matmul(Builder& b, const Value& x, const Value& y) {
+  std::vector<int64_t> batch;
+  for (int i = 0; i < x.rank() - 2; ++i) batch.push_back(i);
+  return hlo::dot_general(b, x, y, batch, batch, {x.rank() - 1}, {y.rank() - 2}, x.dtype());
+}
+
+Shape batch_of(const Shape& shape, int keep) { return Shape(shape.begin(), shape.end() - keep); }
+
+Value broadcast_batch(Builder& b, const Value& x, const Shape& batch, int keep) {
+  Shape shape = batch;
+  for (int i = x.rank() - keep; i < x.rank(); ++i) shape.push_back(x.dim(i));
+  if (shape == x.shape()) return x;
+  return hlo::broadcast_to(b, x, shape);
+}
+
+Value tri_mask(Builder& b, const Shape& shape, int64_t k, bool lower) {
+  int r = static_cast<int>(shape.size());
+  Type it{DType::I64, shape};
+  Value diff = hlo::sub(b, hlo::iota(b, it, r - 1), hlo::iota(b, it, r - 2));
+  return hlo::compare(b, diff, hlo::full(b, it, static_cast<double>(k)), lower ? "LE" : "GE");
+}
+
+Value tril(Builder& b, const Value& x, int64_t k) {
+  return hlo::select(b, tri_mask(b, x.shape(), k, true), x, hlo::full(b, x.type, 0));
+}
+
+Value triu(Builder& b, const Value& x, int64_t k) {
+  return hlo::select(b, tri_mask(b, x.shape(), k, false), x, hlo::full(b, x.type, 0));
+}
+
+Value eye(Builder& b, const Type& t) {
+  Type it{DType::I64, t.shape};
+  Value on = hlo::compare(b, hlo::iota(b, it, t.rank() - 1), hlo::iota(b, it, t.rank() - 2), "EQ");
+  return hlo::select(b, on, hlo::full(b, t, 1), hlo::full(b, t, 0));
+}
+
+Value diagonal(Builder& b, const Value& x) {
+  int r = x.rank();
+  int64_t k = std::min(x.dim(-1), x.dim(-2));
+  Value sq = hlo::slice(b, x, std::vector<int64_t>(r, 0), [&] {
+    Shape lim = x.shape();
+    lim[r - 1] = lim[r - 2] = k;
+    return lim;
+  }());
+  Value on = hlo::compare(b, hlo::iota(b, Type{DType::I64, sq.shape()}, r - 1),
+                          hlo::iota(b, Type{DType::I64, sq.shape()}, r - 2), "EQ");
+  return reduce::sum(b, hlo::select(b, on, sq, hlo::full(b, sq.type, 0)), {r - 1});
+}
+
+Value row_at(Builder& b, const Value& x, const Value& idx) {
+  int r = x.rank();
+  std::vector<int64_t> kept;
+  for (int i = 0; i < r - 2; ++i) kept.push_back(i);
+  Type it{DType::I64, x.shape()};
+  Value at = hlo::compare(b, hlo::iota(b, it, r - 2),
+                          hlo::broadcast_in_dim(b, hlo::convert(b, idx, DType::I64), x.shape(), kept), "EQ");
+  return reduce::sum(b, hlo::select(b, at, x, hlo::full(b, x.type, 0)), {r - 2});
+}
+
+Value elem_at(Builder& b, const Value& x, const Value& idx) {
+  int r = x.rank();
+  std::vector<int64_t> kept;
+  for (int i = 0; i < r - 1; ++i) kept.push_back(i);
+  Type it{DType::I64, x.shape()};
+  Value at = hlo::compare(b, hlo::iota(b, it, r - 1),
+                          hlo::broadcast_in_dim(b, hlo::convert(b, idx, DType::I64), x.shape(), kept), "EQ");
+  return reduce::sum(b, hlo::select(b, at, x, hlo::full(b, x.type, 0)), {r - 1});
+}
+
+Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, bool lower,
+                       bool unit_diagonal, bool transpose_a, bool conjugate) {
+  if (rhs.type.numel() == 0) return hlo::full(b, rhs.type, 0);
+  // Zero the unused triangle so no implementation reads garbage from it.
+  Value tri = lower ? tril(b, a) : triu(b, a);
+  // Real matrices keep TRANSPOSE (their adjoint), complex ones ask for ADJOINT when conjugated.
+  const char* op = !transpose_a                             ? "NO_TRANSPOSE"
+                   : conjugate && ir::is_complex(a.dtype()) ? "ADJOINT"
+                                                            : "TRANSPOSE";
+  std::string attrs = std::string("left_side = ") + (left ? "true" : "false") +
+                      ", lower = " + (lower ? "true" : "false") +
+                      ", unit_diagonal = " + (unit_diagonal ? "true" : "false") +
+                      ", transpose_a = #stablehlo<transpose " + op + ">";
+  return b.op1("stablehlo.triangular_solve", {tri, rhs}, rhs.type, attrs);
+}
+
+std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value>& init,
+                             const LoopBody& body) {
+  // Loop state: (i, n, init...); the bound travels with the state because regions capture nothing.
+  std::vector<Value> operands{hlo::constant_int(b, DType::I64, 0), n};
+  operands.insert(operands.end(), init.begin(), init.end());
+  std::vector<Type> types;
+  for (const Value& v : operands) types.push_back(v.type);
+  Builder::Region cond{types, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                         return {hlo::compare(rb, a[0], a[1], "LT")};
+                       }};
+  Builder::Region step{types, [&body](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                         std::vector<Value> state(a.begin() + 2, a.end());
+                         std::vector<Value> next = body(rb, a[0], state);
+                         next.insert(next.begin(), a[1]);
+                         next.insert(next.begin(), hlo::add(rb, a[0], hlo::constant_int(rb, DType::I64, 1)));
+                         return next;
+                       }};
+  std::vector<Value> out = b.op_with_regions("stablehlo.while", operands, types, "", {cond, step});
+  return std::vector<Value>(out.begin() + 2, out.end());
+}
+
+std::vector<Value> fori_loop(Builder& b, int64_t n, const std::vector<Value>& init, const LoopBody& body) {
+  if (n <= 0) return init;
+  return fori_loop(b, hlo::constant_int(b, DType::I64, n), init, body);
+}
+
+}  // namespace tpu::lowering::linalg

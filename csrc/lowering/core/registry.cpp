@@ -1,0 +1,69 @@
+#include "lowering/core/registry.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+namespace tpu::lowering {
+
+namespace {
+std::map<std::string, Lowering>& table() {
+  static std::map<std::string, Lowering> t;
+  return t;
+}
+}  // namespace
+
+void register_lowering(const Lowering& lowering) {
+  if (!table().emplace(lowering.name, lowering).second)
+    throw std::logic_error("duplicate lowering for " + lowering.name);
+}
+
+const Lowering* find_lowering(const std::string& name) {
+  auto it = table().find(name);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> bind_schema(const std::string& name, const std::vector<std::string>& schema_args) {
+  Lowering& l = table().at(name);
+  l.schema_args = schema_args;
+  std::vector<std::string> unknown;
+  auto position = [&](const std::string& arg) {
+    auto it = std::find(schema_args.begin(), schema_args.end(), arg);
+    return it == schema_args.end() ? -1 : static_cast<int>(it - schema_args.begin());
+  };
+  for (const std::string& arg : l.signature.reads)
+    if (position(arg) < 0) unknown.push_back(arg);
+  for (const std::string& arg : l.signature.statics) {
+    int i = position(arg);
+    if (i < 0) {
+      unknown.push_back(arg);
+    } else {
+      l.static_args |= 1u << i;
+    }
+  }
+  return unknown;
+}
+
+int Ctx::index(std::string_view name) const {
+  auto declared = [&](const std::vector<std::string>& names) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  if (lowering == nullptr || !(declared(lowering->signature.reads) || declared(lowering->signature.statics)))
+    throw std::logic_error("torch_tpu internal error: a lowering" +
+                           (lowering ? " of " + lowering->name : std::string()) + " reads argument '" +
+                           std::string(name) + "', which its Signature does not declare");
+  const auto& names = lowering->schema_args;
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end())
+    throw std::logic_error("torch_tpu internal error: " + lowering->name + " has no argument '" +
+                           std::string(name) + "' (its lowering was not bound to the operator's schema)");
+  return static_cast<int>(it - names.begin());
+}
+
+std::vector<const Lowering*> all_lowerings() {
+  std::vector<const Lowering*> out;
+  for (const auto& [name, l] : table()) out.push_back(&l);
+  return out;
+}
+
+}  // namespace tpu::lowering

@@ -1,0 +1,97 @@
+#include "lowering/creation/random_bits.h"
+
+#include <cmath>
+
+#include "lowering/core/hlo.h"
+
+namespace tpu::lowering {
+
+using ir::DType;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+// Random bits of `shape`; `state` becomes the generator's state after them.
+Value bits(ir::Builder& b, Value& state, const ir::Shape& shape, DType bits_type) {
+  std::vector<Value> r = b.op("stablehlo.rng_bit_generator", {state}, {state.type, Type{bits_type, shape}},
+                              "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
+  state = r[0];
+  return r[1];
+}
+
+// Values m * 2^-p in [0, 1) from the top p mantissa bits of each draw (p = 23 for f32, 52 for
+// f64): the mantissa under the exponent of 1.0 gives a value in [1, 2), less 1 exactly.
+Value mantissa_fraction(ir::Builder& b, Value& state, const ir::Shape& shape, DType dtype) {
+  if (dtype == DType::F64) {
+    Value r = bits(b, state, shape, DType::U64);
+    Type t{DType::U64, shape};
+    Value mant = b.op1("stablehlo.shift_right_logical", {r, hlo::full(b, t, 12)}, t);
+    Value one_bits = b.op1(
+        "stablehlo.or",
+        {mant, b.op1("stablehlo.constant", {}, t, "value = dense<4607182418800017408> : " + t.str())}, t);
+    Value f = b.op1("stablehlo.bitcast_convert", {one_bits}, Type{DType::F64, shape});
+    return hlo::sub(b, f, hlo::full(b, f.type, 1.0));
+  }
+  Value r = bits(b, state, shape, DType::U32);
+  Type t{DType::U32, shape};
+  Value mant = b.op1("stablehlo.shift_right_logical", {r, hlo::full(b, t, 9)}, t);
+  Value one_bits = b.op1("stablehlo.or", {mant, hlo::full(b, t, 1065353216.0)}, t);
+  Value f = b.op1("stablehlo.bitcast_convert", {one_bits}, Type{DType::F32, shape});
+  return hlo::sub(b, f, hlo::full(b, f.type, 1.0));
+}
+
+}  // namespace
+
+Value random_u64(ir::Builder& b, const Value& state, const ir::Shape& shape) {
+  Value s = state;
+  return bits(b, s, shape, DType::U64);
+}
+
+Value uniform01(ir::Builder& b, const Value& state, const ir::Shape& shape, DType dtype) {
+  Value s = state;
+  return mantissa_fraction(b, s, shape, dtype);
+}
+
+Value standard_normal(ir::Builder& b, const Value& state, const ir::Shape& shape, DType dtype) {
+  // Box-Muller draws two values per result: more than the call reserved in f64 (one counter per
+  // 64-bit value), so it draws from the op's own stream.
+  Value s = private_state(b, state);
+  return next_normal(b, s, shape, dtype);
+}
+
+Value private_state(ir::Builder& b, const Value& state) {
+  Value s = state;
+  Value key = bits(b, s, {1}, DType::U64);
+  return hlo::concatenate(b, {key, hlo::full(b, key.type, 0)}, 0);
+}
+
+Value next_uniform01(ir::Builder& b, Value& state, const ir::Shape& shape, DType dtype) {
+  return mantissa_fraction(b, state, shape, dtype);
+}
+
+Value next_uniform_open(ir::Builder& b, Value& state, const ir::Shape& shape, DType dtype) {
+  // m * 2^-p + 2^-(p+1) = (2m + 1) * 2^-(p+1): exact, symmetric about 1/2, never 0 or 1.
+  Value f = mantissa_fraction(b, state, shape, dtype);
+  return hlo::add(b, f,
+                  hlo::full(b, f.type, dtype == DType::F64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24)));
+}
+
+Value next_normal(ir::Builder& b, Value& state, const ir::Shape& shape, DType dtype) {
+  // Box-Muller on two independent uniform halves of one draw.
+  ir::Shape doubled = shape;
+  doubled.insert(doubled.begin(), 2);
+  Value u = mantissa_fraction(b, state, doubled, dtype);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  Value flat = hlo::reshape(b, u, {2, n});
+  Value u1 = hlo::reshape(b, hlo::slice(b, flat, {0, 0}, {1, n}), shape);
+  Value u2 = hlo::reshape(b, hlo::slice(b, flat, {1, 0}, {2, n}), shape);
+  u1 = hlo::sub(b, hlo::full(b, u1.type, 1.0), u1);  // (0, 1]: log stays finite
+  Value radius = hlo::unary(b, "stablehlo.sqrt",
+                            hlo::mul(b, hlo::full(b, u1.type, -2.0), hlo::unary(b, "stablehlo.log", u1)));
+  Value angle = hlo::mul(b, hlo::full(b, u2.type, 2.0 * M_PI), u2);
+  return hlo::mul(b, radius, hlo::unary(b, "stablehlo.cosine", angle));
+}
+
+}  // namespace tpu::lowering

@@ -1,0 +1,52 @@
+// Complex tensors from real ones: torch.complex(real, imag) and torch.polar(abs, angle), which
+// broadcast their operands to the output's shape (PyTorch's meta kernel computed it); and
+// conj_physical.
+#include "lowering/core/elementwise_util.h"
+#include "lowering/core/hlo.h"
+#include "lowering/core/registry.h"
+
+namespace tpu::lowering {
+
+namespace {
+
+using ir::DType;
+using ir::Value;
+
+Value make_complex(Ctx& c, const Value& re, const Value& im) {
+  return c.b.op1("stablehlo.complex", {re, im}, c.out());
+}
+
+// complex(real, imag) = real + i imag
+std::vector<Value> lower_complex(Ctx& c) {
+  const DType part = ir::real_type(c.out().dtype);
+  return {make_complex(c, operand_like_out(c, 0, part), operand_like_out(c, 1, part))};
+}
+
+// polar(abs, angle) = abs cos(angle) + i abs sin(angle)
+std::vector<Value> lower_polar(Ctx& c) {
+  const DType part = ir::real_type(c.out().dtype);
+  Value r = operand_like_out(c, 0, part), theta = operand_like_out(c, 1, part);
+  Value re = hlo::mul(c.b, r, hlo::unary(c.b, "stablehlo.cosine", theta));
+  Value im = hlo::mul(c.b, r, hlo::unary(c.b, "stablehlo.sine", theta));
+  return {make_complex(c, re, im)};
+}
+
+// conj_physical.out(self, out): re - i im, a copy for real dtypes. (conj() itself is a lazy
+// bit that copies and the Conjugate dispatch key resolve through this op.) Only the out= form
+// is lowered: the functional conj_physical is CompositeImplicit and keeps its autograd formula.
+std::vector<Value> lower_conj_physical_out(Ctx& c) {
+  Value x = hlo::convert(c.b, c.tensor(0), c.out().dtype);
+  if (!ir::is_complex(x.dtype())) return {x};
+  const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
+  Value re = c.b.op1("stablehlo.real", {x}, part);
+  Value im = c.b.op1("stablehlo.imag", {x}, part);
+  return {make_complex(c, re, hlo::neg(c.b, im))};
+}
+
+}  // namespace
+
+TPU_LOWERING("aten::conj_physical.out", lower_conj_physical_out);
+TPU_LOWERING("aten::complex", lower_complex);
+TPU_LOWERING("aten::polar", lower_polar);
+
+}  // namespace tpu::lowering

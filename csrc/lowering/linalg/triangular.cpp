@@ -1,0 +1,37 @@
+// Triangular solves: linalg_solve_triangular and the older triangular_solve, on
+// stablehlo.triangular_solve with the batch dimensions broadcast first (as PyTorch does).
+#include "lowering/core/hlo.h"
+#include "lowering/core/linalg_util.h"
+#include "lowering/core/registry.h"
+
+namespace tpu::lowering {
+
+namespace {
+
+using ir::Value;
+
+// linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False): self X = B
+// (left) or X self = B.
+std::vector<Value> lower_linalg_solve_triangular(Ctx& c) {
+  ir::Shape batch = linalg::batch_of(c.out().shape);
+  Value a = linalg::broadcast_batch(c.b, c.tensor(0), batch);
+  Value rhs = linalg::broadcast_batch(c.b, c.tensor(1), batch);
+  return {linalg::triangular_solve(c.b, a, rhs, c.bool_arg(3), !c.bool_arg(2), c.bool_arg(4), false)};
+}
+
+// triangular_solve(self, A, upper=True, transpose=False, unitriangular=False)
+//   -> (solution, cloned_coefficient): op(A) X = self.
+std::vector<Value> lower_triangular_solve(Ctx& c) {
+  ir::Shape batch = linalg::batch_of(c.out(0).shape);
+  Value rhs = linalg::broadcast_batch(c.b, c.tensor(0), batch);
+  Value a = linalg::broadcast_batch(c.b, c.tensor(1), batch);
+  Value x = linalg::triangular_solve(c.b, a, rhs, true, !c.bool_arg(2), c.bool_arg(4), c.bool_arg(3));
+  return {x, linalg::broadcast_batch(c.b, c.tensor(1), linalg::batch_of(c.out(1).shape))};
+}
+
+}  // namespace
+
+TPU_LOWERING("aten::linalg_solve_triangular", lower_linalg_solve_triangular);
+TPU_LOWERING("aten::triangular_solve", lower_triangular_solve);
+
+}  // namespace tpu::lowering

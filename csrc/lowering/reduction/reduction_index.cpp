@@ -1,0 +1,45 @@
+// Reductions that return indices: max.dim / min.dim (values and indices) and argmax / argmin.
+// A variadic stablehlo.reduce carries (value, index) pairs; its body keeps the first index on
+// ties and lets NaN win, which is what the CPU kernels return.
+#include "lowering/core/hlo.h"
+#include "lowering/core/reduce_util.h"
+#include "lowering/core/registry.h"
+
+namespace tpu::lowering {
+
+namespace {
+
+using ir::Value;
+
+std::vector<Value> value_index(Ctx& c, bool is_max) {
+  Value x = c.tensor(0);
+  int64_t dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  auto [v, i] = reduce::arg_reduce(c.b, x, dim, is_max);
+  return {hlo::reshape(c.b, v, c.out(0).shape), hlo::reshape(c.b, i, c.out(1).shape)};
+}
+std::vector<Value> lower_max_dim(Ctx& c) { return value_index(c, true); }
+std::vector<Value> lower_min_dim(Ctx& c) { return value_index(c, false); }
+
+// argmax(self, dim?, keepdim): without a dim, the index into the flattened tensor.
+Value arg_only(Ctx& c, bool is_max) {
+  Value x = c.tensor(0);
+  int64_t dim = 0;
+  if (c.has(1)) {
+    dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  } else {
+    x = hlo::reshape(c.b, x, {x.type.numel()});
+  }
+  Value i = reduce::arg_reduce(c.b, x, dim, is_max).second;
+  return hlo::reshape(c.b, i, c.out().shape);
+}
+std::vector<Value> lower_argmax(Ctx& c) { return {arg_only(c, true)}; }
+std::vector<Value> lower_argmin(Ctx& c) { return {arg_only(c, false)}; }
+
+}  // namespace
+
+TPU_LOWERING("aten::max.dim", lower_max_dim);
+TPU_LOWERING("aten::min.dim", lower_min_dim);
+TPU_LOWERING("aten::argmax", lower_argmax);
+TPU_LOWERING("aten::argmin", lower_argmin);
+
+}  // namespace tpu::lowering
