@@ -3,6 +3,7 @@
 // and convert the result, and small math helpers StableHLO lacks (trunc, signbit, ...).
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lowering/core/elementwise_util.h"
@@ -31,44 +32,50 @@ Value finish(Ctx& ctx, const Value& v, int k = 0);
 // broadcast to the output shape (an absent optional argument gives an invalid Value),
 // `fn(b, xs)` combines them, the result becomes the output dtype.
 template <typename Fn>
-std::vector<Value> compute_in(Ctx& ctx, DType t, const std::vector<int>& args, Fn fn,
+std::vector<Value> compute_in(Ctx& ctx, DType t, const std::vector<std::string_view>& args, Fn fn,
                               bool complex_ok = false) {
   if (!complex_ok) require_real(t);
   std::vector<Value> xs;
-  for (int i : args) xs.push_back(ctx.has(i) ? operand_like_out(ctx, i, t) : Value{});
+  for (std::string_view name : args) xs.push_back(ctx.has(name) ? operand_like_out(ctx, name, t) : Value{});
   return {finish(ctx, fn(ctx.b, xs))};
 }
 
 // compute_in opmath(output dtype): suits float-only ops (int inputs become the float output
 // type) and arithmetic whose output dtype is the promoted dtype.
 template <typename Fn>
-std::vector<Value> compute(Ctx& ctx, const std::vector<int>& args, Fn fn, bool complex_ok = false) {
+std::vector<Value> compute(Ctx& ctx, const std::vector<std::string_view>& args, Fn fn,
+                           bool complex_ok = false) {
   return compute_in(ctx, opmath(ctx.out(0).dtype), args, fn, complex_ok);
 }
 
 // compute_in the output dtype itself, for exact ops (neg, floor, max, select, ...) where
 // f16/bf16 need no widening.
 template <typename Fn>
-std::vector<Value> compute_exact(Ctx& ctx, const std::vector<int>& args, Fn fn, bool complex_ok = false) {
+std::vector<Value> compute_exact(Ctx& ctx, const std::vector<std::string_view>& args, Fn fn,
+                                 bool complex_ok = false) {
   return compute_in(ctx, ctx.out(0).dtype, args, fn, complex_ok);
 }
 
+// The input's schema name of most unary ops, and of the special functions that call it x.
+inline constexpr char kSelf[] = "self";
+inline constexpr char kX[] = "x";
+
 // Unary op with a `Value f(Builder&, const Value&)` body, in opmath(output dtype).
-template <Value (*F)(Builder&, const Value&)>
+template <Value (*F)(Builder&, const Value&), const char* Input = kSelf>
 std::vector<Value> unary(Ctx& ctx) {
-  return compute(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); });
+  return compute(ctx, {Input}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); });
 }
 
 // unary() for ops whose StableHLO op also takes complex values (exp, log, sqrt, ...).
 template <Value (*F)(Builder&, const Value&)>
 std::vector<Value> unary_complex(Ctx& ctx) {
-  return compute(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); }, true);
+  return compute(ctx, {"self"}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); }, true);
 }
 
 // The same in the output dtype itself.
 template <Value (*F)(Builder&, const Value&)>
 std::vector<Value> unary_exact(Ctx& ctx) {
-  return compute_exact(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); });
+  return compute_exact(ctx, {"self"}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); });
 }
 
 // --- small helpers -------------------------------------------------------------------------

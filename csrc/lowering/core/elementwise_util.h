@@ -6,9 +6,9 @@
 
 namespace tpu::lowering {
 
-// Argument i (tensor or scalar) converted to `dtype` and broadcast to `shape`.
-ir::Value operand(Ctx& ctx, int i, ir::DType dtype, const ir::Shape& shape);
-// Argument i converted to `dtype` and broadcast to the first output's shape.
-ir::Value operand_like_out(Ctx& ctx, int i, ir::DType dtype);
+// Argument `name` (tensor or scalar) converted to `dtype` and broadcast to `shape`.
+ir::Value operand(Ctx& ctx, std::string_view name, ir::DType dtype, const ir::Shape& shape);
+// Argument `name` converted to `dtype` and broadcast to the first output's shape.
+ir::Value operand_like_out(Ctx& ctx, std::string_view name, ir::DType dtype);
 
 }  // namespace tpu::lowering

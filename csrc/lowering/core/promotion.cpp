@@ -100,10 +100,10 @@ DType result_type(const std::vector<const Arg*>& args) {
   return r ? *r : DType::F32;
 }
 
-DType result_type(const Ctx& ctx, const std::vector<int>& arg_indices) {
+DType result_type(const Ctx& ctx, const std::vector<std::string_view>& names) {
   std::vector<const Arg*> args;
-  for (int i : arg_indices)
-    if (ctx.has(i)) args.push_back(&ctx.arg(i));
+  for (std::string_view name : names)
+    if (ctx.has(name)) args.push_back(&ctx.arg(name));
   return result_type(args);
 }
 

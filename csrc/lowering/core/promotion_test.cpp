@@ -118,11 +118,14 @@ TEST(Promotion, TensorListsAndCtx) {
   CHECK_EQ(result_type(args), DType::I16);
 
   tpu::ir::Builder b;
+  tpu::lowering::Lowering l{"test::promote", nullptr};
+  l.signature = tpu::lowering::reads({"a", "b", "c", "d", "e"});
+  l.schema_args = {"a", "b", "c", "d", "e"};
   tpu::lowering::Ctx ctx{
-      b, {tensor(DType::I32), Arg{}, wrapped(DType::F64), tensor(DType::F64, 0)}, {}, {}, {}, nullptr};
-  CHECK_EQ(result_type(ctx, {0, 1, 2}), DType::F32);
-  CHECK_EQ(result_type(ctx, {0, 3}), DType::F64);
-  CHECK_EQ(result_type(ctx, {0, 7}), DType::I32);  // index past the end counts as absent
+      b, {tensor(DType::I32), Arg{}, wrapped(DType::F64), tensor(DType::F64, 0)}, {}, {}, {}, &l};
+  CHECK_EQ(result_type(ctx, {"a", "b", "c"}), DType::F32);
+  CHECK_EQ(result_type(ctx, {"a", "d"}), DType::F64);
+  CHECK_EQ(result_type(ctx, {"a", "e"}), DType::I32);  // an argument not passed counts as absent
 }
 
 TEST(Promotion, ToFloating) {

@@ -23,9 +23,9 @@ std::vector<int64_t> dims_or_all(const std::vector<int64_t>& dims, int rank) {
   return out;
 }
 
-std::vector<int64_t> dims_arg(const Ctx& c, int i, int rank) {
-  if (!c.has(i)) return dims_or_all({}, rank);
-  const Arg& a = c.arg(i);
+std::vector<int64_t> dims_arg(const Ctx& c, std::string_view name, int rank) {
+  if (!c.has(name)) return dims_or_all({}, rank);
+  const Arg& a = c.arg(name);
   if (a.kind == Arg::Kind::Int) return dims_or_all({a.i}, rank);
   return dims_or_all(a.ints, rank);
 }

@@ -17,7 +17,7 @@ using ir::Value;
 // PyTorch's `dim=[]` / `dim=None` do for sum, mean, amax, ...
 std::vector<int64_t> dims_or_all(const std::vector<int64_t>& dims, int rank);
 // Argument i as a dimension list (IntList, Int or None) with dims_or_all applied.
-std::vector<int64_t> dims_arg(const Ctx& c, int i, int rank);
+std::vector<int64_t> dims_arg(const Ctx& c, std::string_view name, int rank);
 // The dtype PyTorch's CPU kernels accumulate reductions of `t` in: float for bf16/f16.
 DType acc_type(DType t);
 // Product of the sizes of `dims` of `shape`.

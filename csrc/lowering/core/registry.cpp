@@ -11,21 +11,11 @@ std::map<std::string, Lowering>& table() {
   static std::map<std::string, Lowering> t;
   return t;
 }
-}  // namespace
 
-void register_lowering(const Lowering& lowering) {
-  if (!table().emplace(lowering.name, lowering).second)
-    throw std::logic_error("duplicate lowering for " + lowering.name);
-}
-
-const Lowering* find_lowering(const std::string& name) {
-  auto it = table().find(name);
-  return it == table().end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> bind_schema(const std::string& name, const std::vector<std::string>& schema_args) {
-  Lowering& l = table().at(name);
+// Sets the lowering's schema names and static bits; returns the declared names the schema lacks.
+std::vector<std::string> bind_names(Lowering& l, const std::vector<std::string>& schema_args) {
   l.schema_args = schema_args;
+  l.static_args = 0;
   std::vector<std::string> unknown;
   auto position = [&](const std::string& arg) {
     auto it = std::find(schema_args.begin(), schema_args.end(), arg);
@@ -43,6 +33,28 @@ std::vector<std::string> bind_schema(const std::string& name, const std::vector<
   }
   return unknown;
 }
+}  // namespace
+
+void register_lowering(const Lowering& lowering) {
+  auto [it, added] = table().emplace(lowering.name, lowering);
+  if (!added) throw std::logic_error("duplicate lowering for " + lowering.name);
+  // The glue's own ops (torch_tpu::) have no dispatcher schema: their declared names, in order,
+  // are their arguments.
+  if (lowering.name.rfind("aten::", 0) != 0) {
+    std::vector<std::string> names = lowering.signature.reads;
+    names.insert(names.end(), lowering.signature.statics.begin(), lowering.signature.statics.end());
+    bind_names(it->second, names);
+  }
+}
+
+const Lowering* find_lowering(const std::string& name) {
+  auto it = table().find(name);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> bind_schema(const std::string& name, const std::vector<std::string>& schema_args) {
+  return bind_names(table().at(name), schema_args);
+}
 
 int Ctx::index(std::string_view name) const {
   auto declared = [&](const std::vector<std::string>& names) {
@@ -58,6 +70,22 @@ int Ctx::index(std::string_view name) const {
     throw std::logic_error("torch_tpu internal error: " + lowering->name + " has no argument '" +
                            std::string(name) + "' (its lowering was not bound to the operator's schema)");
   return static_cast<int>(it - names.begin());
+}
+
+bool Ctx::has(std::string_view name) const {
+  int i = index(name);
+  return i < static_cast<int>(args.size()) && !args[i].is_none();
+}
+
+std::string_view Ctx::declared_one_of(std::initializer_list<std::string_view> names) const {
+  for (std::string_view name : names)
+    if (lowering && std::find(lowering->signature.reads.begin(), lowering->signature.reads.end(), name) !=
+                        lowering->signature.reads.end())
+      return name;
+  std::string listed;
+  for (std::string_view name : names) listed += " '" + std::string(name) + "'";
+  throw std::logic_error("torch_tpu internal error: a lowering" +
+                         (lowering ? " of " + lowering->name : std::string()) + " declares none of" + listed);
 }
 
 std::vector<const Lowering*> all_lowerings() {

@@ -1,14 +1,13 @@
 // The lowering registry: one pure function per ATen op, IR values in, IR values out.
 //
-// A lowering sees the op's schema arguments in order (Ctx::arg). A lowering registered with a
-// Signature (`reads({"self", "mat1"})`) reads them by schema name instead (`c.tensor("mat1")`);
-// the names are checked against the operator's schema when it is bound, so a misspelt or
-// renamed argument fails at import (debug builds) or in tests/test_build.py, never silently.
-// Lowerings without a Signature still read by position (migration: issue 19). Tensor arguments arrive as IR
-// values of their logical shape and dtype. Python scalars and `float` arguments arrive as 0-d
-// runtime values (so a changing learning rate never recompiles) unless the lowering lists them
-// in `static_args`, in which case their host value is part of the compile-cache key and is
-// readable through Arg::d / Arg::i. Output types (shape and dtype) were already computed by
+// A lowering declares the schema arguments it reads (a Signature: `reads({"self", "mat1"})`) and
+// reads them by name (`c.tensor("mat1")`); the names are checked against the operator's schema
+// when it is bound, so a misspelt or renamed argument fails at import (debug builds) or in
+// tests/test_build.py, never silently. Tensor arguments arrive as IR values of their logical
+// shape and dtype. Python scalars and `float` arguments arrive as 0-d runtime values (so a
+// changing learning rate never recompiles) unless the lowering declares them static
+// (`reads({"self"}, {"p"})`), in which case their host value is part of the compile-cache key and
+// is readable through Arg::d / Arg::i. Output types (shape and dtype) were already computed by
 // PyTorch's meta kernels and are given in Ctx::out_types: a lowering never re-derives them.
 //
 // Returned values: one per tensor written by the op (a mutated argument, flattened across lists,
@@ -16,6 +15,7 @@
 // simply one per return; their in-place (`add_`) and `out=` variants reuse the same lowering.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,24 +70,25 @@ struct Ctx {
     checks.emplace_back(ok, static_cast<char>(kind) + message);
   }
 
-  const Lowering* lowering = nullptr;  // whose schema names the by-name accessors resolve
+  const Lowering* lowering = nullptr;  // whose schema the by-name accessors resolve names in
 
-  const Arg& arg(int i) const { return args.at(i); }
-  const ir::Value& tensor(int i) const { return args.at(i).value; }
-  bool has(int i) const { return i < static_cast<int>(args.size()) && !args[i].is_none(); }
-  int64_t int_arg(int i) const { return args.at(i).i; }
-  const std::vector<int64_t>& ints(int i) const { return args.at(i).ints; }
-  bool bool_arg(int i) const { return args.at(i).i != 0; }
   const ir::Type& out(int k = 0) const { return out_types.at(k); }
 
-  // By schema argument name ("mat1"): the name must be one the lowering declares (Signature).
+  // Arguments by schema name ("mat1"), which the lowering must declare (Signature): reading an
+  // undeclared name throws. An optional argument that was not passed counts as absent (has()).
   int index(std::string_view name) const;
-  const Arg& arg(std::string_view name) const { return arg(index(name)); }
-  const ir::Value& tensor(std::string_view name) const { return tensor(index(name)); }
-  bool has(std::string_view name) const { return has(index(name)); }
-  int64_t int_arg(std::string_view name) const { return int_arg(index(name)); }
-  const std::vector<int64_t>& ints(std::string_view name) const { return ints(index(name)); }
-  bool bool_arg(std::string_view name) const { return bool_arg(index(name)); }
+  const Arg& arg(std::string_view name) const { return at(index(name)); }
+  const ir::Value& tensor(std::string_view name) const { return at(index(name)).value; }
+  bool has(std::string_view name) const;
+  int64_t int_arg(std::string_view name) const { return at(index(name)).i; }
+  const std::vector<int64_t>& ints(std::string_view name) const { return at(index(name)).ints; }
+  bool bool_arg(std::string_view name) const { return at(index(name)).i != 0; }
+  // Of the names one lowering reads under several overloads (`other`, `scalar`, `scalars`), the
+  // one this overload declares.
+  std::string_view declared_one_of(std::initializer_list<std::string_view> names) const;
+
+ private:
+  const Arg& at(int i) const { return args.at(i); }
 };
 
 using LowerFn = std::vector<ir::Value> (*)(Ctx&);
@@ -108,9 +109,9 @@ inline Signature reads(std::vector<std::string> names, std::vector<std::string> 
 struct Lowering {
   std::string name;  // "aten::add.Tensor"
   LowerFn fn = nullptr;
-  uint32_t static_args = 0;                   // bit i: argument i's scalar value is compile-time
-  bool random = false;                        // needs Ctx::rng_state even without a Generator argument
-  Signature signature = {};                   // empty for lowerings that still read arguments by position
+  uint32_t static_args = 0;  // bit i: argument i is static (from signature.statics)
+  bool random = false;       // needs Ctx::rng_state even without a Generator argument
+  Signature signature = {};
   std::vector<std::string> schema_args = {};  // the operator's argument names, set when bound
 };
 
@@ -123,9 +124,6 @@ const Lowering* find_lowering(const std::string& name);
 std::vector<const Lowering*> all_lowerings();
 
 struct Registrar {
-  Registrar(const char* name, LowerFn fn, uint32_t static_args = 0, bool random = false) {
-    register_lowering(Lowering{name, fn, static_args, random, {}, {}});
-  }
   Registrar(const char* name, LowerFn fn, Signature signature, bool random = false) {
     register_lowering(Lowering{name, fn, 0, random, std::move(signature), {}});
   }
@@ -133,7 +131,7 @@ struct Registrar {
 
 #define TPU_CONCAT_INNER(a, b) a##b
 #define TPU_CONCAT(a, b) TPU_CONCAT_INNER(a, b)
-// TPU_LOWERING("aten::add.Tensor", lower_add);
+// TPU_LOWERING("aten::mm", lower_mm, reads({"self", "mat2"}));
 #define TPU_LOWERING(name, ...) \
   static ::tpu::lowering::Registrar TPU_CONCAT(tpu_lowering_, __COUNTER__)(name, __VA_ARGS__)
 

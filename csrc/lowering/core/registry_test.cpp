@@ -73,3 +73,26 @@ TEST(LoweringRegistry, BindingChecksDeclaredNamesAndSetsStatics) {
   CHECK_EQ(unknown.at(0), std::string("self"));
   tpu::lowering::bind_schema("aten::addmm", schema);  // as the dispatcher has it
 }
+
+TEST(LoweringRegistry, GlueOpsAreBoundToTheirDeclaredNames) {
+  // torch_tpu:: ops have no dispatcher schema: the declared names, in order, are their arguments.
+  const auto* copy = tpu::lowering::find_lowering("torch_tpu::view_copy");
+  REQUIRE(copy != nullptr);
+  CHECK(copy->schema_args == std::vector<std::string>{"self"});
+  const auto* weighted = tpu::lowering::find_lowering("torch_tpu::bincount_weighted");
+  REQUIRE(weighted != nullptr);
+  CHECK(weighted->schema_args == (std::vector<std::string>{"self", "weights"}));
+}
+
+TEST(LoweringRegistry, OneOfSeveralOverloadNamesIsTheDeclaredOne) {
+  tpu::lowering::Lowering l{"test::overload", nullptr};
+  l.signature = tpu::lowering::reads({"self", "scalars"});
+  l.schema_args = {"self", "scalars", "alpha"};
+  tpu::ir::Builder b;
+  tpu::lowering::Ctx c{b, {tpu::lowering::Arg{}}, {}, {}, {}, &l};
+  CHECK_EQ(c.declared_one_of({"other", "scalar", "scalars"}), std::string_view("scalars"));
+  CHECK_THROWS_WITH(c.declared_one_of({"other", "scalar"}), std::logic_error,
+                    "declares none of 'other' 'scalar'");
+  // A declared argument past the ones passed (an optional left out) is absent, not an error.
+  CHECK(!c.has("scalars"));
+}

@@ -11,42 +11,45 @@ using ir::DType;
 using ir::Value;
 
 // fill.Scalar(self, value) / fill.Tensor(self, value): value broadcast to self's shape.
-std::vector<Value> lower_fill(Ctx& c) { return {operand_like_out(c, 1, c.out().dtype)}; }
+std::vector<Value> lower_fill(Ctx& c) { return {operand_like_out(c, "value", c.out().dtype)}; }
 
 // zero(self)
 std::vector<Value> lower_zero(Ctx& c) { return {hlo::full(c.b, c.out(), 0)}; }
 
-// start + i * step; the length came from meta. CPU computes in double for floating outputs.
-Value arange(Ctx& c, int start, int step) {
+// start + i * step (an empty name: start 0, step 1); the length came from meta. CPU computes in
+// double for floating outputs.
+Value arange(Ctx& c, std::string_view start, std::string_view step) {
   const ir::Type& out = c.out();
   DType ct = ir::is_floating(out.dtype) ? DType::F64 : DType::I64;
   ir::Type t{ct, out.shape};
   Value v = hlo::iota(c.b, t, 0);
-  if (step >= 0) v = hlo::mul(c.b, v, operand(c, step, ct, out.shape));
-  if (start >= 0) v = hlo::add(c.b, operand(c, start, ct, out.shape), v);
+  if (!step.empty()) v = hlo::mul(c.b, v, operand(c, step, ct, out.shape));
+  if (!start.empty()) v = hlo::add(c.b, operand(c, start, ct, out.shape), v);
   return hlo::convert(c.b, v, out.dtype);
 }
 
-std::vector<Value> lower_arange(Ctx& c) { return {arange(c, -1, -1)}; }           // arange(end)
-std::vector<Value> lower_arange_start(Ctx& c) { return {arange(c, 0, -1)}; }      // (start, end)
-std::vector<Value> lower_arange_start_step(Ctx& c) { return {arange(c, 0, 2)}; }  // (start, end, step)
+std::vector<Value> lower_arange(Ctx& c) { return {arange(c, {}, {})}; }             // arange(end)
+std::vector<Value> lower_arange_start(Ctx& c) { return {arange(c, "start", {})}; }  // (start, end)
+std::vector<Value> lower_arange_start_step(Ctx& c) {
+  return {arange(c, "start", "step")};
+}  // (start, end, step)
 
 // linspace(start, end, steps, ...): CPU fills the first half from start and the second half
 // from end, which is exact at both ends.
 std::vector<Value> lower_linspace(Ctx& c) {
   const ir::Type& out = c.out();
-  int64_t steps = c.int_arg(2);
+  int64_t steps = c.int_arg("steps");
   DType ct = ir::is_floating(out.dtype) || ir::is_complex(out.dtype)
                  ? (out.dtype == DType::F64 ? DType::F64 : DType::F32)
                  : DType::F64;
   ir::Type t{ct, out.shape};
   // Integer outputs: CPU rounds start and end to the output dtype first, then steps in double and
   // truncates each value (the final convert).
-  auto endpoint = [&](int i) {
-    if (ir::is_floating(out.dtype) || ir::is_complex(out.dtype)) return operand(c, i, ct, out.shape);
-    return hlo::convert(c.b, operand(c, i, out.dtype, out.shape), ct);
+  auto endpoint = [&](std::string_view name) {
+    if (ir::is_floating(out.dtype) || ir::is_complex(out.dtype)) return operand(c, name, ct, out.shape);
+    return hlo::convert(c.b, operand(c, name, out.dtype, out.shape), ct);
   };
-  Value start = endpoint(0), end = endpoint(1);
+  Value start = endpoint("start"), end = endpoint("end");
   if (steps <= 1) return {hlo::convert(c.b, start, out.dtype)};
   // XLA turns a division by a constant into a multiplication by its reciprocal, which is not
   // exact ((1 - 50) / 49 comes out as -0.9999999999999999, and integer outputs then truncate a
@@ -68,11 +71,13 @@ std::vector<Value> lower_linspace(Ctx& c) {
 // double for floating outputs and in float for integer ones.
 std::vector<Value> lower_logspace(Ctx& c) {
   const ir::Type& out = c.out();
-  int64_t steps = c.int_arg(2);
+  int64_t steps = c.int_arg("steps");
   DType ct = ir::is_floating(out.dtype) ? DType::F64 : DType::F32;
   ir::Type t{ct, out.shape};
-  auto rounded = [&](int i) { return hlo::convert(c.b, operand(c, i, out.dtype, out.shape), ct); };
-  Value start = rounded(0), end = rounded(1), base = operand(c, 3, ct, out.shape);
+  auto rounded = [&](std::string_view name) {
+    return hlo::convert(c.b, operand(c, name, out.dtype, out.shape), ct);
+  };
+  Value start = rounded("start"), end = rounded("end"), base = operand(c, "base", ct, out.shape);
   Value exponent = start;
   if (steps > 1) {
     Value last = hlo::full(c.b, t, static_cast<double>(steps - 1));
@@ -98,31 +103,31 @@ std::vector<Value> lower_eye(Ctx& c) {
 // triangle of a row x col grid in row-major order (count came from meta).
 template <bool Lower>
 std::vector<Value> lower_tri_indices(Ctx& c) {
-  Value mask = linalg::tri_mask(c.b, {c.int_arg(0), c.int_arg(1)}, c.int_arg(2), Lower);
+  Value mask = linalg::tri_mask(c.b, {c.int_arg("row"), c.int_arg("col")}, c.int_arg("offset"), Lower);
   Value coords = idx::nonzero_coords(c.b, mask, c.out().shape[1], 0);
   return {hlo::convert(c.b, hlo::transpose(c.b, coords, {1, 0}), c.out().dtype)};
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::tril_indices", lower_tri_indices<true>);
-TPU_LOWERING("aten::triu_indices", lower_tri_indices<false>);
-TPU_LOWERING("aten::eye", lower_eye);
-TPU_LOWERING("aten::eye.m", lower_eye);
-TPU_LOWERING("aten::fill.Scalar", lower_fill);
-TPU_LOWERING("aten::fill.Tensor", lower_fill);
-TPU_LOWERING("aten::zero", lower_zero);
+TPU_LOWERING("aten::tril_indices", lower_tri_indices<true>, reads({"row", "col", "offset"}));
+TPU_LOWERING("aten::triu_indices", lower_tri_indices<false>, reads({"row", "col", "offset"}));
+TPU_LOWERING("aten::eye", lower_eye, reads({}));
+TPU_LOWERING("aten::eye.m", lower_eye, reads({}));
+TPU_LOWERING("aten::fill.Scalar", lower_fill, reads({"value"}));
+TPU_LOWERING("aten::fill.Tensor", lower_fill, reads({"value"}));
+TPU_LOWERING("aten::zero", lower_zero, reads({}));
 // arange's scalars decide the output length, so they are compile-time (in the key).
-TPU_LOWERING("aten::arange", lower_arange, 0b1);
-TPU_LOWERING("aten::arange.start", lower_arange_start, 0b11);
-TPU_LOWERING("aten::arange.start_step", lower_arange_start_step, 0b111);
-TPU_LOWERING("aten::linspace", lower_linspace);
-TPU_LOWERING("aten::linspace.Tensor_Tensor", lower_linspace);
-TPU_LOWERING("aten::linspace.Tensor_Scalar", lower_linspace);
-TPU_LOWERING("aten::linspace.Scalar_Tensor", lower_linspace);
-TPU_LOWERING("aten::logspace", lower_logspace);
-TPU_LOWERING("aten::logspace.Tensor_Tensor", lower_logspace);
-TPU_LOWERING("aten::logspace.Tensor_Scalar", lower_logspace);
-TPU_LOWERING("aten::logspace.Scalar_Tensor", lower_logspace);
+TPU_LOWERING("aten::arange", lower_arange, reads({}, {"end"}));
+TPU_LOWERING("aten::arange.start", lower_arange_start, reads({}, {"start", "end"}));
+TPU_LOWERING("aten::arange.start_step", lower_arange_start_step, reads({}, {"start", "end", "step"}));
+TPU_LOWERING("aten::linspace", lower_linspace, reads({"start", "end", "steps"}));
+TPU_LOWERING("aten::linspace.Tensor_Tensor", lower_linspace, reads({"start", "end", "steps"}));
+TPU_LOWERING("aten::linspace.Tensor_Scalar", lower_linspace, reads({"start", "end", "steps"}));
+TPU_LOWERING("aten::linspace.Scalar_Tensor", lower_linspace, reads({"start", "end", "steps"}));
+TPU_LOWERING("aten::logspace", lower_logspace, reads({"start", "end", "steps", "base"}));
+TPU_LOWERING("aten::logspace.Tensor_Tensor", lower_logspace, reads({"start", "end", "steps", "base"}));
+TPU_LOWERING("aten::logspace.Tensor_Scalar", lower_logspace, reads({"start", "end", "steps", "base"}));
+TPU_LOWERING("aten::logspace.Scalar_Tensor", lower_logspace, reads({"start", "end", "steps", "base"}));
 
 }  // namespace tpu::lowering

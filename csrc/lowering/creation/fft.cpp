@@ -107,13 +107,13 @@ double signal_size(const ir::Shape& shape, const std::vector<int64_t>& dims) {
 // _fft_c2c(self, dim, normalization, forward)
 std::vector<Value> lower_fft_c2c(Ctx& c) {
   const Type& out = c.out();
-  Value x = hlo::convert(c.b, c.tensor(0), out.dtype);
-  std::vector<int64_t> dims = wrap_dims(c.ints(1), x.rank());
-  const bool forward = c.bool_arg(3);
+  Value x = hlo::convert(c.b, c.tensor("self"), out.dtype);
+  std::vector<int64_t> dims = wrap_dims(c.ints("dim"), x.rank());
+  const bool forward = c.bool_arg("forward");
   if (dims.empty()) return {x};
   if (out.numel() == 0) return {hlo::full(c.b, out, 0)};
   Value r = c2c_over(c.b, x, dims, forward);
-  return {normalize(c.b, r, c.int_arg(2), signal_size(x.shape(), dims))};
+  return {normalize(c.b, r, c.int_arg("normalization"), signal_size(x.shape(), dims))};
 }
 
 // _fft_r2c(self, dim, normalization, onesided): a real forward transform. One-sided output
@@ -121,9 +121,9 @@ std::vector<Value> lower_fft_c2c(Ctx& c) {
 std::vector<Value> lower_fft_r2c(Ctx& c) {
   Builder& b = c.b;
   const Type& out = c.out();
-  Value x = hlo::convert(b, c.tensor(0), ir::real_type(out.dtype));
-  std::vector<int64_t> dims = wrap_dims(c.ints(1), x.rank());
-  const bool onesided = c.bool_arg(3);
+  Value x = hlo::convert(b, c.tensor("self"), ir::real_type(out.dtype));
+  std::vector<int64_t> dims = wrap_dims(c.ints("dim"), x.rank());
+  const bool onesided = c.bool_arg("onesided");
   if (dims.empty()) return {hlo::convert(b, x, out.dtype)};
   if (out.numel() == 0) return {hlo::full(b, out, 0)};
   const double n = signal_size(x.shape(), dims);
@@ -139,7 +139,7 @@ std::vector<Value> lower_fft_r2c(Ctx& c) {
     r = fft_over(b, x, inner, "RFFT", lengths, lengths.back() / 2 + 1, out.dtype);
     r = c2c_over(b, r, outer, true);
   }
-  return {normalize(b, r, c.int_arg(2), n)};
+  return {normalize(b, r, c.int_arg("normalization"), n)};
 }
 
 // _fft_c2r(self, dim, normalization, last_dim_size): the inverse of a one-sided transform; the
@@ -147,9 +147,9 @@ std::vector<Value> lower_fft_r2c(Ctx& c) {
 std::vector<Value> lower_fft_c2r(Ctx& c) {
   Builder& b = c.b;
   const Type& out = c.out();
-  Value x = hlo::convert(b, c.tensor(0), complex_of(out.dtype));
-  std::vector<int64_t> dims = wrap_dims(c.ints(1), x.rank());
-  const int64_t last_size = c.int_arg(3);
+  Value x = hlo::convert(b, c.tensor("self"), complex_of(out.dtype));
+  std::vector<int64_t> dims = wrap_dims(c.ints("dim"), x.rank());
+  const int64_t last_size = c.int_arg("last_dim_size");
   if (out.numel() == 0 || dims.empty()) return {hlo::full(b, out, 0)};
   // Only the first last_size/2+1 entries take part (missing ones count as zero).
   const int64_t last = dims.back(), half = last_size / 2 + 1;
@@ -159,7 +159,7 @@ std::vector<Value> lower_fft_c2r(Ctx& c) {
     high[last] = half - x.dim(last);
     x = hlo::pad(b, x, hlo::constant(b, x.dtype(), 0), low, high);
   }
-  const int64_t normalization = c.int_arg(2);
+  const int64_t normalization = c.int_arg("normalization");
   const double n = signal_size(out.shape, dims);
   if (normalization == 2) {
     // By 1/n, stablehlo's own scale: IFFT over all but the innermost chunk (which holds the
@@ -180,8 +180,8 @@ std::vector<Value> lower_fft_c2r(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_fft_c2c", lower_fft_c2c);
-TPU_LOWERING("aten::_fft_r2c", lower_fft_r2c);
-TPU_LOWERING("aten::_fft_c2r", lower_fft_c2r);
+TPU_LOWERING("aten::_fft_c2c", lower_fft_c2c, reads({"self", "dim", "normalization", "forward"}));
+TPU_LOWERING("aten::_fft_r2c", lower_fft_r2c, reads({"self", "dim", "normalization", "onesided"}));
+TPU_LOWERING("aten::_fft_c2r", lower_fft_c2r, reads({"self", "dim", "normalization", "last_dim_size"}));
 
 }  // namespace tpu::lowering

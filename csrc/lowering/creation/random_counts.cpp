@@ -27,7 +27,7 @@ Value floor_(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.floor
 std::vector<Value> lower_poisson(Ctx& c) {
   Builder& b = c.b;
   const ir::Type& out = c.out();
-  Value lam = hlo::convert(b, c.tensor(0), DType::F64);
+  Value lam = hlo::convert(b, c.tensor("self"), DType::F64);
   c.require(reduce::min(b, ge(b, lam, 0), reduce::dims_or_all({}, lam.rank())),
             "invalid Poisson rate, expected rate to be non-negative");
   Value small = lt(b, lam, 10);
@@ -91,7 +91,7 @@ Value stirling_tail(Builder& b, const Value& k) {
 std::vector<Value> lower_binomial(Ctx& c) {
   Builder& b = c.b;
   const ir::Type& out = c.out();
-  Value n = operand(c, 0, DType::F64, out.shape), prob = operand(c, 1, DType::F64, out.shape);
+  Value n = operand(c, "count", DType::F64, out.shape), prob = operand(c, "prob", DType::F64, out.shape);
   Value flip = gt(b, prob, 0.5);
   Value p = hlo::select(b, flip, hlo::sub(b, cst(b, prob, 1), prob), prob);
   Value use_btrs = ge(b, hlo::mul(b, n, p), 10);
@@ -153,7 +153,7 @@ std::vector<Value> lower_binomial(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::poisson", lower_poisson);
-TPU_LOWERING("aten::binomial", lower_binomial);
+TPU_LOWERING("aten::poisson", lower_poisson, reads({"self"}));
+TPU_LOWERING("aten::binomial", lower_binomial, reads({"count", "prob"}));
 
 }  // namespace tpu::lowering

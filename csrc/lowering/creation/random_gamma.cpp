@@ -68,7 +68,7 @@ Value at_least_min(Builder& b, const Value& x, DType t) {
 // _standard_gamma(self, generator)
 std::vector<Value> lower_standard_gamma(Ctx& c) {
   const ir::Type& out = c.out();
-  Value alpha = hlo::convert(c.b, c.tensor(0), compute_type(out.dtype));
+  Value alpha = hlo::convert(c.b, c.tensor("self"), compute_type(out.dtype));
   return {at_least_min(c.b, exp(c.b, log_gamma_sample(c.b, c.rng_state, alpha)), out.dtype)};
 }
 
@@ -76,7 +76,7 @@ std::vector<Value> lower_standard_gamma(Ctx& c) {
 std::vector<Value> lower_sample_dirichlet(Ctx& c) {
   Builder& b = c.b;
   const ir::Type& out = c.out();
-  Value alpha = hlo::convert(b, c.tensor(0), compute_type(out.dtype));
+  Value alpha = hlo::convert(b, c.tensor("self"), compute_type(out.dtype));
   if (alpha.rank() == 0) alpha = hlo::reshape(b, alpha, {1});
   Value lg = log_gamma_sample(b, c.rng_state, alpha);
   const int64_t last = lg.rank() - 1;
@@ -165,14 +165,15 @@ Value gamma_grad(Builder& b, const Value& alpha, const Value& x) {
 }
 
 std::vector<Value> lower_standard_gamma_grad(Ctx& c) {
-  Value alpha = operand(c, 0, DType::F64, c.out().shape), x = operand(c, 1, DType::F64, c.out().shape);
+  Value alpha = operand(c, "self", DType::F64, c.out().shape),
+        x = operand(c, "output", DType::F64, c.out().shape);
   return {hlo::convert(c.b, gamma_grad(c.b, alpha, x), c.out().dtype)};
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::_standard_gamma", lower_standard_gamma);
-TPU_LOWERING("aten::_sample_dirichlet", lower_sample_dirichlet);
-TPU_LOWERING("aten::_standard_gamma_grad", lower_standard_gamma_grad);
+TPU_LOWERING("aten::_standard_gamma", lower_standard_gamma, reads({"self"}));
+TPU_LOWERING("aten::_sample_dirichlet", lower_sample_dirichlet, reads({"self"}));
+TPU_LOWERING("aten::_standard_gamma_grad", lower_standard_gamma_grad, reads({"self", "output"}));
 
 }  // namespace tpu::lowering

@@ -76,9 +76,9 @@ void check_arguments(const Value& self, int64_t k, bool replacement) {
 
 std::vector<Value> lower_multinomial(Ctx& c) {
   Builder& b = c.b;
-  const Value& self = c.tensor(0);
-  const int64_t k = c.int_arg(1);
-  const bool replacement = c.bool_arg(2);
+  const Value& self = c.tensor("self");
+  const int64_t k = c.int_arg("num_samples");
+  const bool replacement = c.bool_arg("replacement");
   check_arguments(self, k, replacement);
   const DType st = self.dtype() == DType::F64 ? DType::F64 : DType::F32;
   const int64_t n = self.shape().back();
@@ -120,6 +120,6 @@ std::vector<Value> lower_multinomial(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::multinomial", lower_multinomial);
+TPU_LOWERING("aten::multinomial", lower_multinomial, reads({"self", "num_samples", "replacement"}));
 
 }  // namespace tpu::lowering

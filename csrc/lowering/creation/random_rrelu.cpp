@@ -18,19 +18,20 @@ using ir::Value;
 std::pair<Value, Value> rrelu(Ctx& c, const ir::Type& out_type, const ir::Type& noise_type) {
   Builder& b = c.b;
   const DType st = ew::opmath(out_type.dtype);
-  Value x = hlo::convert(b, c.tensor(0), st);
+  Value x = hlo::convert(b, c.tensor("self"), st);
   const ir::Shape& shape = x.shape();
-  Value lower = operand(c, 2, st, shape), upper = operand(c, 3, st, shape);
+  Value lower = operand(c, "lower", st, shape), upper = operand(c, "upper", st, shape);
   Value positive = hlo::compare(b, x, ew::cst(b, x, 0), "GT");
-  Value slope, noise = c.tensor(1);
-  if (c.bool_arg(4)) {
+  Value slope, noise = c.tensor("noise");
+  if (c.bool_arg("training")) {
     Value u = uniform01(b, c.rng_state, shape, st == DType::F64 ? DType::F64 : DType::F32);
     Value r = hlo::add(b, lower, hlo::mul(b, hlo::convert(b, u, st), hlo::sub(b, upper, lower)));
     slope = r;
     noise = hlo::reshape(b, hlo::select(b, positive, ew::cst(b, r, 1), r), noise_type.shape);
   } else {
     // The mean slope in double, rounded once to the compute type (CPU's Scalar conversion).
-    Value l = hlo::convert(b, c.tensor(2), DType::F64), h = hlo::convert(b, c.tensor(3), DType::F64);
+    Value l = hlo::convert(b, c.tensor("lower"), DType::F64),
+          h = hlo::convert(b, c.tensor("upper"), DType::F64);
     slope = hlo::broadcast_to(b, hlo::convert(b, ew::mul_c(b, hlo::add(b, l, h), 0.5), st), shape);
   }
   Value out = hlo::select(b, positive, x, hlo::mul(b, x, slope));
@@ -55,9 +56,13 @@ std::vector<Value> lower_rrelu_with_noise_functional(Ctx& c) { return lower_rrel
 
 }  // namespace
 
-TPU_LOWERING("aten::rrelu_with_noise", lower_rrelu_with_noise);
-TPU_LOWERING("aten::rrelu_with_noise.out", lower_rrelu_with_noise);
-TPU_LOWERING("aten::rrelu_with_noise_", lower_rrelu_with_noise_);
-TPU_LOWERING("aten::rrelu_with_noise_functional", lower_rrelu_with_noise_functional);
+TPU_LOWERING("aten::rrelu_with_noise", lower_rrelu_with_noise,
+             reads({"self", "noise", "lower", "upper", "training"}));
+TPU_LOWERING("aten::rrelu_with_noise.out", lower_rrelu_with_noise,
+             reads({"self", "noise", "lower", "upper", "training"}));
+TPU_LOWERING("aten::rrelu_with_noise_", lower_rrelu_with_noise_,
+             reads({"self", "noise", "lower", "upper", "training"}));
+TPU_LOWERING("aten::rrelu_with_noise_functional", lower_rrelu_with_noise_functional,
+             reads({"self", "noise", "lower", "upper", "training"}));
 
 }  // namespace tpu::lowering

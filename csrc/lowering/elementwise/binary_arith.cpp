@@ -35,19 +35,22 @@ Value scaled(Builder& b, const Value& other, const Value& alpha) {
 
 Vs lower_add(Ctx& ctx) {
   return compute(
-      ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return plus(b, x[0], scaled(b, x[1], x[2])); }, true);
+      ctx, {"self", "other", "alpha"},
+      [](Builder& b, const Vs& x) { return plus(b, x[0], scaled(b, x[1], x[2])); }, true);
 }
 Vs lower_sub(Ctx& ctx) {
   return compute(
-      ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[0], scaled(b, x[1], x[2])); }, true);
+      ctx, {"self", "other", "alpha"},
+      [](Builder& b, const Vs& x) { return hlo::sub(b, x[0], scaled(b, x[1], x[2])); }, true);
 }
 // rsub(self, other, alpha) = other - alpha * self
 Vs lower_rsub(Ctx& ctx) {
   return compute(
-      ctx, {0, 1, 2}, [](Builder& b, const Vs& x) { return hlo::sub(b, x[1], scaled(b, x[0], x[2])); }, true);
+      ctx, {"self", "other", "alpha"},
+      [](Builder& b, const Vs& x) { return hlo::sub(b, x[1], scaled(b, x[0], x[2])); }, true);
 }
 Vs lower_mul(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return times(b, x[0], x[1]); }, true);
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return times(b, x[0], x[1]); }, true);
 }
 
 // Integer floor division: C division truncates, so step down when the remainder is nonzero and
@@ -88,31 +91,36 @@ Value trunc_div(Builder& b, const Value& x, const Value& y) {
 }
 
 Vs lower_div(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); }, true);
+  return compute(
+      ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); }, true);
 }
 
 // For f16/bf16, CPU's vectorized kernels round every intermediate to the tensor's dtype (the
 // quotient before trunc, each step of the floor algorithm), which decides results near
 // integers; those modes therefore run in the output dtype itself.
 Vs lower_div_mode(Ctx& ctx) {
-  std::string mode = ctx.has(2) ? ctx.arg(2).s : "";
+  std::string mode = ctx.has("rounding_mode") ? ctx.arg("rounding_mode").s : "";
   if (mode == "trunc")
-    return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return trunc_div(b, x[0], x[1]); });
+    return compute_exact(ctx, {"self", "other"},
+                         [](Builder& b, const Vs& x) { return trunc_div(b, x[0], x[1]); });
   if (mode == "floor")
-    return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); }, true);
+    return compute_exact(ctx, {"self", "other"},
+                         [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
+  return compute(
+      ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return hlo::div(b, x[0], x[1]); }, true);
 }
 
 Vs lower_floor_divide(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
+  return compute_exact(ctx, {"self", "other"},
+                       [](Builder& b, const Vs& x) { return floor_div(b, x[0], x[1]); });
 }
 
 // --- pow, remainder, fmod ------------------------------------------------------------------
 
 Vs lower_pow(Ctx& ctx) {
   return compute(
-      ctx, {0, 1}, [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); },
-      true);
+      ctx, {"self", "exponent"},
+      [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); }, true);
 }
 
 // pow(tensor, scalar): CPU evaluates exponents 0.5 and -0.5 as sqrt and rsqrt (for every
@@ -121,7 +129,7 @@ Vs lower_pow(Ctx& ctx) {
 Vs lower_pow_tensor_scalar(Ctx& ctx) {
   bool as_cpu_sqrt = ir::is_floating(ctx.out(0).dtype) && ctx.out(0).dtype != DType::F16;
   return compute(
-      ctx, {0, 1},
+      ctx, {"self", "exponent"},
       [as_cpu_sqrt](Builder& b, const Vs& x) {
         Value r = hlo::binary(b, "stablehlo.power", x[0], x[1]);
         if (!as_cpu_sqrt) return r;
@@ -133,7 +141,7 @@ Vs lower_pow_tensor_scalar(Ctx& ctx) {
 
 // Python modulo: the result takes the divisor's sign (stablehlo.remainder is C fmod).
 Vs lower_remainder(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) {
     Value r = hlo::binary(b, "stablehlo.remainder", x[0], x[1]);
     if (ir::is_unsigned(r.dtype())) return r;
     Value fix =
@@ -143,17 +151,19 @@ Vs lower_remainder(Ctx& ctx) {
 }
 
 Vs lower_fmod(Ctx& ctx) {
-  return compute(ctx, {0, 1},
+  return compute(ctx, {"self", "other"},
                  [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.remainder", x[0], x[1]); });
 }
 
 // --- max / min -----------------------------------------------------------------------------
 
 Vs lower_maximum(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return maximum(b, x[0], x[1]); });
+  return compute_exact(ctx, {"self", "other"},
+                       [](Builder& b, const Vs& x) { return maximum(b, x[0], x[1]); });
 }
 Vs lower_minimum(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return minimum(b, x[0], x[1]); });
+  return compute_exact(ctx, {"self", "other"},
+                       [](Builder& b, const Vs& x) { return minimum(b, x[0], x[1]); });
 }
 // fmax/fmin ignore a NaN operand (NaN only when both are NaN).
 Value ignore_nan(Builder& b, const Value& x, const Value& y, const Value& r) {
@@ -161,25 +171,27 @@ Value ignore_nan(Builder& b, const Value& x, const Value& y, const Value& r) {
   return hlo::select(b, is_nan(b, x), y, hlo::select(b, is_nan(b, y), x, r));
 }
 Vs lower_fmax(Ctx& ctx) {
-  return compute_exact(
-      ctx, {0, 1}, [](Builder& b, const Vs& x) { return ignore_nan(b, x[0], x[1], maximum(b, x[0], x[1])); });
+  return compute_exact(ctx, {"self", "other"}, [](Builder& b, const Vs& x) {
+    return ignore_nan(b, x[0], x[1], maximum(b, x[0], x[1]));
+  });
 }
 Vs lower_fmin(Ctx& ctx) {
-  return compute_exact(
-      ctx, {0, 1}, [](Builder& b, const Vs& x) { return ignore_nan(b, x[0], x[1], minimum(b, x[0], x[1])); });
+  return compute_exact(ctx, {"self", "other"}, [](Builder& b, const Vs& x) {
+    return ignore_nan(b, x[0], x[1], minimum(b, x[0], x[1]));
+  });
 }
 
 // --- float-valued binary functions ---------------------------------------------------------
 
 Vs lower_atan2(Ctx& ctx) {
-  return compute(ctx, {0, 1},
+  return compute(ctx, {"self", "other"},
                  [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.atan2", x[0], x[1]); });
 }
 
 // hypot without overflow or underflow: m * sqrt(1 + (n / m)^2), m = max(|x|, |y|), with
 // hypot(inf, nan) = inf as C requires.
 Vs lower_hypot(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) {
     Value ax = abs(b, x[0]), ay = abs(b, x[1]);
     Value m = maximum(b, ax, ay), n = minimum(b, ax, ay);
     Value q = hlo::div(b, n, m);
@@ -191,12 +203,12 @@ Vs lower_hypot(Ctx& ctx) {
 }
 
 Vs lower_copysign(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return copysign(b, x[0], x[1]); });
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return copysign(b, x[0], x[1]); });
 }
 
 // xlogy(x, y) = x * log(y), 0 where x == 0 unless y is NaN.
 Vs lower_xlogy(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) {
     Value r = hlo::mul(b, x[0], log(b, x[1]));
     r = hlo::select(b, eq(b, x[0], 0), cst(b, r, 0), r);
     return hlo::select(b, is_nan(b, x[1]), x[1], r);
@@ -214,48 +226,50 @@ Value log_add_exp(Builder& b, const Value& x, const Value& y, bool base2) {
   return hlo::select(b, and_(b, is_inf(b, x), hlo::compare(b, x, y, "EQ")), x, r);
 }
 Vs lower_logaddexp(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return log_add_exp(b, x[0], x[1], false); });
+  return compute(ctx, {"self", "other"},
+                 [](Builder& b, const Vs& x) { return log_add_exp(b, x[0], x[1], false); });
 }
 Vs lower_logaddexp2(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) { return log_add_exp(b, x[0], x[1], true); });
+  return compute(ctx, {"self", "other"},
+                 [](Builder& b, const Vs& x) { return log_add_exp(b, x[0], x[1], true); });
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::add.Tensor", lower_add);
-TPU_LOWERING("aten::add.Scalar", lower_add);
-TPU_LOWERING("aten::sub.Tensor", lower_sub);
-TPU_LOWERING("aten::sub.Scalar", lower_sub);
-TPU_LOWERING("aten::rsub.Tensor", lower_rsub);
-TPU_LOWERING("aten::rsub.Scalar", lower_rsub);
-TPU_LOWERING("aten::mul.Tensor", lower_mul);
-TPU_LOWERING("aten::mul.Scalar", lower_mul);
-TPU_LOWERING("aten::div.Tensor", lower_div);
-TPU_LOWERING("aten::div.Scalar", lower_div);
-TPU_LOWERING("aten::div.Tensor_mode", lower_div_mode);
-TPU_LOWERING("aten::div.Scalar_mode", lower_div_mode);
-TPU_LOWERING("aten::floor_divide", lower_floor_divide);
-TPU_LOWERING("aten::floor_divide.Scalar", lower_floor_divide);
-TPU_LOWERING("aten::pow.Tensor_Tensor", lower_pow);
-TPU_LOWERING("aten::pow.Tensor_Scalar", lower_pow_tensor_scalar);
-TPU_LOWERING("aten::pow.Scalar", lower_pow);
-TPU_LOWERING("aten::remainder.Tensor", lower_remainder);
-TPU_LOWERING("aten::remainder.Scalar", lower_remainder);
-TPU_LOWERING("aten::remainder.Scalar_Tensor", lower_remainder);
-TPU_LOWERING("aten::fmod.Tensor", lower_fmod);
-TPU_LOWERING("aten::fmod.Scalar", lower_fmod);
-TPU_LOWERING("aten::maximum", lower_maximum);
-TPU_LOWERING("aten::minimum", lower_minimum);
-TPU_LOWERING("aten::fmax", lower_fmax);
-TPU_LOWERING("aten::fmin", lower_fmin);
-TPU_LOWERING("aten::atan2", lower_atan2);
-TPU_LOWERING("aten::hypot", lower_hypot);
-TPU_LOWERING("aten::copysign.Tensor", lower_copysign);
-TPU_LOWERING("aten::copysign.Scalar", lower_copysign);
-TPU_LOWERING("aten::xlogy.Tensor", lower_xlogy);
-TPU_LOWERING("aten::xlogy.Scalar_Self", lower_xlogy);
-TPU_LOWERING("aten::xlogy.Scalar_Other", lower_xlogy);
-TPU_LOWERING("aten::logaddexp", lower_logaddexp);
-TPU_LOWERING("aten::logaddexp2", lower_logaddexp2);
+TPU_LOWERING("aten::add.Tensor", lower_add, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::add.Scalar", lower_add, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::sub.Tensor", lower_sub, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::sub.Scalar", lower_sub, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::rsub.Tensor", lower_rsub, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::rsub.Scalar", lower_rsub, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::mul.Tensor", lower_mul, reads({"self", "other"}));
+TPU_LOWERING("aten::mul.Scalar", lower_mul, reads({"self", "other"}));
+TPU_LOWERING("aten::div.Tensor", lower_div, reads({"self", "other"}));
+TPU_LOWERING("aten::div.Scalar", lower_div, reads({"self", "other"}));
+TPU_LOWERING("aten::div.Tensor_mode", lower_div_mode, reads({"self", "other", "rounding_mode"}));
+TPU_LOWERING("aten::div.Scalar_mode", lower_div_mode, reads({"self", "other", "rounding_mode"}));
+TPU_LOWERING("aten::floor_divide", lower_floor_divide, reads({"self", "other"}));
+TPU_LOWERING("aten::floor_divide.Scalar", lower_floor_divide, reads({"self", "other"}));
+TPU_LOWERING("aten::pow.Tensor_Tensor", lower_pow, reads({"self", "exponent"}));
+TPU_LOWERING("aten::pow.Tensor_Scalar", lower_pow_tensor_scalar, reads({"self", "exponent"}));
+TPU_LOWERING("aten::pow.Scalar", lower_pow, reads({"self", "exponent"}));
+TPU_LOWERING("aten::remainder.Tensor", lower_remainder, reads({"self", "other"}));
+TPU_LOWERING("aten::remainder.Scalar", lower_remainder, reads({"self", "other"}));
+TPU_LOWERING("aten::remainder.Scalar_Tensor", lower_remainder, reads({"self", "other"}));
+TPU_LOWERING("aten::fmod.Tensor", lower_fmod, reads({"self", "other"}));
+TPU_LOWERING("aten::fmod.Scalar", lower_fmod, reads({"self", "other"}));
+TPU_LOWERING("aten::maximum", lower_maximum, reads({"self", "other"}));
+TPU_LOWERING("aten::minimum", lower_minimum, reads({"self", "other"}));
+TPU_LOWERING("aten::fmax", lower_fmax, reads({"self", "other"}));
+TPU_LOWERING("aten::fmin", lower_fmin, reads({"self", "other"}));
+TPU_LOWERING("aten::atan2", lower_atan2, reads({"self", "other"}));
+TPU_LOWERING("aten::hypot", lower_hypot, reads({"self", "other"}));
+TPU_LOWERING("aten::copysign.Tensor", lower_copysign, reads({"self", "other"}));
+TPU_LOWERING("aten::copysign.Scalar", lower_copysign, reads({"self", "other"}));
+TPU_LOWERING("aten::xlogy.Tensor", lower_xlogy, reads({"self", "other"}));
+TPU_LOWERING("aten::xlogy.Scalar_Self", lower_xlogy, reads({"self", "other"}));
+TPU_LOWERING("aten::xlogy.Scalar_Other", lower_xlogy, reads({"self", "other"}));
+TPU_LOWERING("aten::logaddexp", lower_logaddexp, reads({"self", "other"}));
+TPU_LOWERING("aten::logaddexp2", lower_logaddexp2, reads({"self", "other"}));
 
 }  // namespace tpu::lowering

@@ -15,22 +15,22 @@ using Vs = std::vector<Value>;
 
 // --- logical ---------------------------------------------------------------------------------
 
-Value truth(Ctx& ctx, int i) {
-  return to_bool(ctx.b, operand(ctx, i, ctx.tensor(i).dtype(), ctx.out(0).shape));
+Value truth(Ctx& ctx, std::string_view name) {
+  return to_bool(ctx.b, operand(ctx, name, ctx.tensor(name).dtype(), ctx.out(0).shape));
 }
 
 template <Value (*F)(Builder&, const Value&, const Value&)>
 Vs lower_logical(Ctx& ctx) {
-  return {finish(ctx, F(ctx.b, truth(ctx, 0), truth(ctx, 1)))};
+  return {finish(ctx, F(ctx.b, truth(ctx, "self"), truth(ctx, "other")))};
 }
 
-Vs lower_logical_not(Ctx& ctx) { return {finish(ctx, not_(ctx.b, truth(ctx, 0)))}; }
+Vs lower_logical_not(Ctx& ctx) { return {finish(ctx, not_(ctx.b, truth(ctx, "self")))}; }
 
 // --- bitwise ---------------------------------------------------------------------------------
 
 template <Value (*F)(Builder&, const Value&, const Value&)>
 Vs lower_bitwise(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return F(b, x[0], x[1]); });
+  return compute_exact(ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return F(b, x[0], x[1]); });
 }
 
 Value bitwise_not_(Builder& b, const Value& x) { return not_(b, x); }
@@ -66,33 +66,33 @@ Value shift_right(Builder& b, const Value& x, const Value& n) {
 template <Value (*F)(Builder&, const Value&, const Value&)>
 Vs lower_shift(Ctx& ctx) {
   require_integer(ctx);
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return F(b, x[0], x[1]); });
+  return compute_exact(ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return F(b, x[0], x[1]); });
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::logical_and", lower_logical<and_>);
-TPU_LOWERING("aten::logical_or", lower_logical<or_>);
-TPU_LOWERING("aten::logical_xor", lower_logical<xor_>);
-TPU_LOWERING("aten::logical_not", lower_logical_not);
+TPU_LOWERING("aten::logical_and", lower_logical<and_>, reads({"self", "other"}));
+TPU_LOWERING("aten::logical_or", lower_logical<or_>, reads({"self", "other"}));
+TPU_LOWERING("aten::logical_xor", lower_logical<xor_>, reads({"self", "other"}));
+TPU_LOWERING("aten::logical_not", lower_logical_not, reads({"self"}));
 
-TPU_LOWERING("aten::bitwise_and.Tensor", lower_bitwise<and_>);
-TPU_LOWERING("aten::bitwise_and.Scalar", lower_bitwise<and_>);
-TPU_LOWERING("aten::bitwise_or.Tensor", lower_bitwise<or_>);
-TPU_LOWERING("aten::bitwise_or.Scalar", lower_bitwise<or_>);
-TPU_LOWERING("aten::bitwise_xor.Tensor", lower_bitwise<xor_>);
-TPU_LOWERING("aten::bitwise_xor.Scalar", lower_bitwise<xor_>);
-TPU_LOWERING("aten::bitwise_not", ew::unary_exact<bitwise_not_>);
+TPU_LOWERING("aten::bitwise_and.Tensor", lower_bitwise<and_>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_and.Scalar", lower_bitwise<and_>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_or.Tensor", lower_bitwise<or_>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_or.Scalar", lower_bitwise<or_>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_xor.Tensor", lower_bitwise<xor_>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_xor.Scalar", lower_bitwise<xor_>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_not", ew::unary_exact<bitwise_not_>, reads({"self"}));
 
-TPU_LOWERING("aten::bitwise_left_shift.Tensor", lower_shift<shift_left>);
-TPU_LOWERING("aten::bitwise_left_shift.Tensor_Scalar", lower_shift<shift_left>);
-TPU_LOWERING("aten::bitwise_left_shift.Scalar_Tensor", lower_shift<shift_left>);
-TPU_LOWERING("aten::__lshift__.Tensor", lower_shift<shift_left>);
-TPU_LOWERING("aten::__lshift__.Scalar", lower_shift<shift_left>);
-TPU_LOWERING("aten::bitwise_right_shift.Tensor", lower_shift<shift_right>);
-TPU_LOWERING("aten::bitwise_right_shift.Tensor_Scalar", lower_shift<shift_right>);
-TPU_LOWERING("aten::bitwise_right_shift.Scalar_Tensor", lower_shift<shift_right>);
-TPU_LOWERING("aten::__rshift__.Tensor", lower_shift<shift_right>);
-TPU_LOWERING("aten::__rshift__.Scalar", lower_shift<shift_right>);
+TPU_LOWERING("aten::bitwise_left_shift.Tensor", lower_shift<shift_left>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_left_shift.Tensor_Scalar", lower_shift<shift_left>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_left_shift.Scalar_Tensor", lower_shift<shift_left>, reads({"self", "other"}));
+TPU_LOWERING("aten::__lshift__.Tensor", lower_shift<shift_left>, reads({"self", "other"}));
+TPU_LOWERING("aten::__lshift__.Scalar", lower_shift<shift_left>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_right_shift.Tensor", lower_shift<shift_right>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_right_shift.Tensor_Scalar", lower_shift<shift_right>, reads({"self", "other"}));
+TPU_LOWERING("aten::bitwise_right_shift.Scalar_Tensor", lower_shift<shift_right>, reads({"self", "other"}));
+TPU_LOWERING("aten::__rshift__.Tensor", lower_shift<shift_right>, reads({"self", "other"}));
+TPU_LOWERING("aten::__rshift__.Scalar", lower_shift<shift_right>, reads({"self", "other"}));
 
 }  // namespace tpu::lowering

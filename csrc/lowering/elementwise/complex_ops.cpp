@@ -19,13 +19,13 @@ Value make_complex(Ctx& c, const Value& re, const Value& im) {
 // complex(real, imag) = real + i imag
 std::vector<Value> lower_complex(Ctx& c) {
   const DType part = ir::real_type(c.out().dtype);
-  return {make_complex(c, operand_like_out(c, 0, part), operand_like_out(c, 1, part))};
+  return {make_complex(c, operand_like_out(c, "real", part), operand_like_out(c, "imag", part))};
 }
 
 // polar(abs, angle) = abs cos(angle) + i abs sin(angle)
 std::vector<Value> lower_polar(Ctx& c) {
   const DType part = ir::real_type(c.out().dtype);
-  Value r = operand_like_out(c, 0, part), theta = operand_like_out(c, 1, part);
+  Value r = operand_like_out(c, "abs", part), theta = operand_like_out(c, "angle", part);
   Value re = hlo::mul(c.b, r, hlo::unary(c.b, "stablehlo.cosine", theta));
   Value im = hlo::mul(c.b, r, hlo::unary(c.b, "stablehlo.sine", theta));
   return {make_complex(c, re, im)};
@@ -35,7 +35,7 @@ std::vector<Value> lower_polar(Ctx& c) {
 // bit that copies and the Conjugate dispatch key resolve through this op.) Only the out= form
 // is lowered: the functional conj_physical is CompositeImplicit and keeps its autograd formula.
 std::vector<Value> lower_conj_physical_out(Ctx& c) {
-  Value x = hlo::convert(c.b, c.tensor(0), c.out().dtype);
+  Value x = hlo::convert(c.b, c.tensor("self"), c.out().dtype);
   if (!ir::is_complex(x.dtype())) return {x};
   const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
   Value re = c.b.op1("stablehlo.real", {x}, part);
@@ -45,8 +45,8 @@ std::vector<Value> lower_conj_physical_out(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::conj_physical.out", lower_conj_physical_out);
-TPU_LOWERING("aten::complex", lower_complex);
-TPU_LOWERING("aten::polar", lower_polar);
+TPU_LOWERING("aten::conj_physical.out", lower_conj_physical_out, reads({"self"}));
+TPU_LOWERING("aten::complex", lower_complex, reads({"real", "imag"}));
+TPU_LOWERING("aten::polar", lower_polar, reads({"abs", "angle"}));
 
 }  // namespace tpu::lowering

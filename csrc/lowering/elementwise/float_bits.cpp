@@ -71,14 +71,15 @@ Value nextafter_(Builder& b, const Value& x, const Value& y) {
 }
 
 Vs lower_nextafter(Ctx& ctx) {
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return nextafter_(b, x[0], x[1]); });
+  return compute_exact(ctx, {"self", "other"},
+                       [](Builder& b, const Vs& x) { return nextafter_(b, x[0], x[1]); });
 }
 
 // frexp(x) = (m, e) with x = m 2^e, |m| in [0.5, 1); (x, 0) for zeros, infinities and NaN.
 // Subnormals are normalised by the position of their leading mantissa bit.
 Vs lower_frexp(Ctx& ctx) {
   Builder& b = ctx.b;
-  Value x = ctx.tensor(0);
+  Value x = ctx.tensor("self");
   Layout l = layout(x.dtype());
   Value bits = bitcast(b, x, l.bits);
   int64_t mant_mask = (int64_t{1} << l.mantissa) - 1;
@@ -108,7 +109,7 @@ Vs lower_frexp(Ctx& ctx) {
 
 }  // namespace
 
-TPU_LOWERING("aten::nextafter", lower_nextafter);
-TPU_LOWERING("aten::frexp.Tensor", lower_frexp);
+TPU_LOWERING("aten::nextafter", lower_nextafter, reads({"self", "other"}));
+TPU_LOWERING("aten::frexp.Tensor", lower_frexp, reads({"self"}));
 
 }  // namespace tpu::lowering

@@ -44,7 +44,7 @@ Value lcm(Builder& b, const Value& x, const Value& y) {
 template <Value (*F)(Builder&, const Value&, const Value&)>
 Vs lower_integer_binary(Ctx& ctx, const char* op) {
   require_integer(ctx, op);
-  return compute_exact(ctx, {0, 1}, [](Builder& b, const Vs& x) { return F(b, x[0], x[1]); });
+  return compute_exact(ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return F(b, x[0], x[1]); });
 }
 
 Vs lower_gcd(Ctx& ctx) { return lower_integer_binary<gcd>(ctx, "gcd"); }
@@ -52,7 +52,7 @@ Vs lower_lcm(Ctx& ctx) { return lower_integer_binary<lcm>(ctx, "lcm"); }
 
 }  // namespace
 
-TPU_LOWERING("aten::gcd", lower_gcd);
-TPU_LOWERING("aten::lcm", lower_lcm);
+TPU_LOWERING("aten::gcd", lower_gcd, reads({"self", "other"}));
+TPU_LOWERING("aten::lcm", lower_lcm, reads({"self", "other"}));
 
 }  // namespace tpu::lowering

@@ -52,7 +52,8 @@ Value sgn_(Builder& b, const Value& x) {
   return b.op1("stablehlo.complex", {scaled("stablehlo.real"), scaled("stablehlo.imag")}, x.type);
 }
 std::vector<Value> lower_sgn(Ctx& ctx) {
-  return compute_exact(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return sgn_(b, x[0]); }, true);
+  return compute_exact(
+      ctx, {"self"}, [](Builder& b, const std::vector<Value>& x) { return sgn_(b, x[0]); }, true);
 }
 
 Value float_or_id(Builder& b, const char* name, const Value& x) {
@@ -187,21 +188,22 @@ Value complex_angle(Builder& b, const Value& z) {
 }
 template <Value (*Complex)(Builder&, const Value&), std::vector<Value> (*Real)(Ctx&)>
 std::vector<Value> complex_to_real(Ctx& ctx) {
-  if (!ir::is_complex(ctx.tensor(0).dtype())) return Real(ctx);
-  return {finish(ctx, Complex(ctx.b, ctx.tensor(0)))};
+  if (!ir::is_complex(ctx.tensor("self").dtype())) return Real(ctx);
+  return {finish(ctx, Complex(ctx.b, ctx.tensor("self")))};
 }
 
 // --- lowerings with non-tensor arguments or bool results --------------------------------------
 
 std::vector<Value> lower_neg(Ctx& ctx) {
-  return compute_exact(ctx, {0}, [](Builder& b, const std::vector<Value>& x) { return neg_(b, x[0]); }, true);
+  return compute_exact(
+      ctx, {"self"}, [](Builder& b, const std::vector<Value>& x) { return neg_(b, x[0]); }, true);
 }
 
 // round(x, decimals): as CPU, scale by 10^d, round half to even, scale back (dividing by
 // 10^-d for negative d keeps the scale factor exact).
 std::vector<Value> lower_round_decimals(Ctx& ctx) {
-  int64_t d = ctx.int_arg(1);
-  return compute(ctx, {0}, [d](Builder& b, const std::vector<Value>& x) {
+  int64_t d = ctx.int_arg("decimals");
+  return compute(ctx, {"self"}, [d](Builder& b, const std::vector<Value>& x) {
     if (!ir::is_floating(x[0].dtype())) return x[0];
     Value scale = cst(b, x[0], std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
     if (d >= 0) return hlo::div(b, round_(b, hlo::mul(b, x[0], scale)), scale);
@@ -212,7 +214,7 @@ std::vector<Value> lower_round_decimals(Ctx& ctx) {
 // Predicates: computed on the input as is, bool result.
 template <Value (*F)(Builder&, const Value&)>
 std::vector<Value> predicate(Ctx& ctx) {
-  const Value& x = ctx.tensor(0);
+  const Value& x = ctx.tensor("self");
   if (ir::is_complex(x.dtype())) {
     // isnan / isinf of a complex number: of either part (PyTorch rejects the other predicates
     // for complex inputs before they get here).
@@ -237,68 +239,68 @@ Value signbit_(Builder& b, const Value& x) { return signbit(b, x); }
 // nan_to_num(self, nan=None, posinf=None, neginf=None): defaults 0, max and lowest finite.
 std::vector<Value> lower_nan_to_num(Ctx& ctx) {
   Builder& b = ctx.b;
-  Value x = ctx.tensor(0);
+  Value x = ctx.tensor("self");
   require_real(x.dtype());
   if (!ir::is_floating(x.dtype())) return {finish(ctx, x)};
   DType t = x.dtype();
-  auto replacement = [&](int i, double fallback) {
-    return ctx.has(i) ? operand_like_out(ctx, i, t) : cst(b, x, fallback);
+  auto replacement = [&](std::string_view name, double fallback) {
+    return ctx.has(name) ? operand_like_out(ctx, name, t) : cst(b, x, fallback);
   };
-  Value r = hlo::select(b, is_nan(b, x), replacement(1, 0), x);
-  r = hlo::select(b, eq(b, x, kInf), replacement(2, max_finite(t)), r);
-  r = hlo::select(b, eq(b, x, -kInf), replacement(3, -max_finite(t)), r);
+  Value r = hlo::select(b, is_nan(b, x), replacement("nan", 0), x);
+  r = hlo::select(b, eq(b, x, kInf), replacement("posinf", max_finite(t)), r);
+  r = hlo::select(b, eq(b, x, -kInf), replacement("neginf", -max_finite(t)), r);
   return {finish(ctx, r)};
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::neg", lower_neg);
-TPU_LOWERING("aten::abs", complex_to_real<complex_abs, ew::unary_exact<abs_>>);
-TPU_LOWERING("aten::sign", ew::unary_exact<sign_>);
-TPU_LOWERING("aten::sgn", lower_sgn);
-TPU_LOWERING("aten::floor", ew::unary_exact<floor_>);
-TPU_LOWERING("aten::ceil", ew::unary_exact<ceil_>);
-TPU_LOWERING("aten::round", ew::unary_exact<round_>);
-TPU_LOWERING("aten::round.decimals", lower_round_decimals);
-TPU_LOWERING("aten::trunc", ew::unary_exact<trunc_>);
-TPU_LOWERING("aten::frac", ew::unary<frac_>);
+TPU_LOWERING("aten::neg", lower_neg, reads({"self"}));
+TPU_LOWERING("aten::abs", complex_to_real<complex_abs, ew::unary_exact<abs_>>, reads({"self"}));
+TPU_LOWERING("aten::sign", ew::unary_exact<sign_>, reads({"self"}));
+TPU_LOWERING("aten::sgn", lower_sgn, reads({"self"}));
+TPU_LOWERING("aten::floor", ew::unary_exact<floor_>, reads({"self"}));
+TPU_LOWERING("aten::ceil", ew::unary_exact<ceil_>, reads({"self"}));
+TPU_LOWERING("aten::round", ew::unary_exact<round_>, reads({"self"}));
+TPU_LOWERING("aten::round.decimals", lower_round_decimals, reads({"self", "decimals"}));
+TPU_LOWERING("aten::trunc", ew::unary_exact<trunc_>, reads({"self"}));
+TPU_LOWERING("aten::frac", ew::unary<frac_>, reads({"self"}));
 
-TPU_LOWERING("aten::exp", ew::unary_complex<exp_>);
-TPU_LOWERING("aten::exp2", ew::unary<exp2_>);
-TPU_LOWERING("aten::expm1", ew::unary_complex<expm1_>);
-TPU_LOWERING("aten::log", ew::unary_complex<log_>);
-TPU_LOWERING("aten::log2", ew::unary<log2_>);
-TPU_LOWERING("aten::log10", ew::unary<log10_>);
-TPU_LOWERING("aten::log1p", ew::unary_complex<log1p_>);
-TPU_LOWERING("aten::sqrt", ew::unary_complex<sqrt_>);
-TPU_LOWERING("aten::rsqrt", ew::unary_complex<rsqrt_>);
-TPU_LOWERING("aten::reciprocal", ew::unary_complex<reciprocal_>);
-TPU_LOWERING("aten::sigmoid", ew::unary_complex<sigmoid_>);
+TPU_LOWERING("aten::exp", ew::unary_complex<exp_>, reads({"self"}));
+TPU_LOWERING("aten::exp2", ew::unary<exp2_>, reads({"self"}));
+TPU_LOWERING("aten::expm1", ew::unary_complex<expm1_>, reads({"self"}));
+TPU_LOWERING("aten::log", ew::unary_complex<log_>, reads({"self"}));
+TPU_LOWERING("aten::log2", ew::unary<log2_>, reads({"self"}));
+TPU_LOWERING("aten::log10", ew::unary<log10_>, reads({"self"}));
+TPU_LOWERING("aten::log1p", ew::unary_complex<log1p_>, reads({"self"}));
+TPU_LOWERING("aten::sqrt", ew::unary_complex<sqrt_>, reads({"self"}));
+TPU_LOWERING("aten::rsqrt", ew::unary_complex<rsqrt_>, reads({"self"}));
+TPU_LOWERING("aten::reciprocal", ew::unary_complex<reciprocal_>, reads({"self"}));
+TPU_LOWERING("aten::sigmoid", ew::unary_complex<sigmoid_>, reads({"self"}));
 
-TPU_LOWERING("aten::sin", ew::unary_complex<sin_>);
-TPU_LOWERING("aten::cos", ew::unary_complex<cos_>);
-TPU_LOWERING("aten::tan", ew::unary<tan_>);
-TPU_LOWERING("aten::asin", ew::unary<asin_>);
-TPU_LOWERING("aten::acos", ew::unary<acos_>);
-TPU_LOWERING("aten::atan", ew::unary<atan_>);
-TPU_LOWERING("aten::sinh", ew::unary<sinh_>);
-TPU_LOWERING("aten::cosh", ew::unary<cosh_>);
-TPU_LOWERING("aten::tanh", ew::unary_complex<tanh_>);
-TPU_LOWERING("aten::asinh", ew::unary<asinh_>);
-TPU_LOWERING("aten::acosh", ew::unary<acosh_>);
-TPU_LOWERING("aten::atanh", ew::unary<atanh_>);
-TPU_LOWERING("aten::erf", ew::unary<erf_>);
-TPU_LOWERING("aten::erfc", ew::unary<erfc_>);
-TPU_LOWERING("aten::erfinv", ew::unary<erfinv_>);
-TPU_LOWERING("aten::angle", complex_to_real<complex_angle, ew::unary<angle_>>);
-TPU_LOWERING("aten::deg2rad", ew::unary<deg2rad_>);
-TPU_LOWERING("aten::rad2deg", ew::unary<rad2deg_>);
+TPU_LOWERING("aten::sin", ew::unary_complex<sin_>, reads({"self"}));
+TPU_LOWERING("aten::cos", ew::unary_complex<cos_>, reads({"self"}));
+TPU_LOWERING("aten::tan", ew::unary<tan_>, reads({"self"}));
+TPU_LOWERING("aten::asin", ew::unary<asin_>, reads({"self"}));
+TPU_LOWERING("aten::acos", ew::unary<acos_>, reads({"self"}));
+TPU_LOWERING("aten::atan", ew::unary<atan_>, reads({"self"}));
+TPU_LOWERING("aten::sinh", ew::unary<sinh_>, reads({"self"}));
+TPU_LOWERING("aten::cosh", ew::unary<cosh_>, reads({"self"}));
+TPU_LOWERING("aten::tanh", ew::unary_complex<tanh_>, reads({"self"}));
+TPU_LOWERING("aten::asinh", ew::unary<asinh_>, reads({"self"}));
+TPU_LOWERING("aten::acosh", ew::unary<acosh_>, reads({"self"}));
+TPU_LOWERING("aten::atanh", ew::unary<atanh_>, reads({"self"}));
+TPU_LOWERING("aten::erf", ew::unary<erf_>, reads({"self"}));
+TPU_LOWERING("aten::erfc", ew::unary<erfc_>, reads({"self"}));
+TPU_LOWERING("aten::erfinv", ew::unary<erfinv_>, reads({"self"}));
+TPU_LOWERING("aten::angle", complex_to_real<complex_angle, ew::unary<angle_>>, reads({"self"}));
+TPU_LOWERING("aten::deg2rad", ew::unary<deg2rad_>, reads({"self"}));
+TPU_LOWERING("aten::rad2deg", ew::unary<rad2deg_>, reads({"self"}));
 
-TPU_LOWERING("aten::isnan", predicate<isnan_>);
-TPU_LOWERING("aten::isinf", predicate<isinf_>);
-TPU_LOWERING("aten::isposinf", predicate<isposinf_>);
-TPU_LOWERING("aten::isneginf", predicate<isneginf_>);
-TPU_LOWERING("aten::signbit", predicate<signbit_>);
-TPU_LOWERING("aten::nan_to_num", lower_nan_to_num);
+TPU_LOWERING("aten::isnan", predicate<isnan_>, reads({"self"}));
+TPU_LOWERING("aten::isinf", predicate<isinf_>, reads({"self"}));
+TPU_LOWERING("aten::isposinf", predicate<isposinf_>, reads({"self"}));
+TPU_LOWERING("aten::isneginf", predicate<isneginf_>, reads({"self"}));
+TPU_LOWERING("aten::signbit", predicate<signbit_>, reads({"self"}));
+TPU_LOWERING("aten::nan_to_num", lower_nan_to_num, reads({"self", "nan", "posinf", "neginf"}));
 
 }  // namespace tpu::lowering

@@ -131,8 +131,8 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
 
 // index.Tensor(self, Tensor?[] indices)
 std::vector<Value> lower_index(Ctx& c) {
-  const Value& self = c.tensor(0);
-  Advanced a = prepare_advanced(c, self, c.arg(1));
+  const Value& self = c.tensor("self");
+  Advanced a = prepare_advanced(c, self, c.arg("indices"));
   if (a.n_indexed == 0) return {self};
   const int64_t nb = static_cast<int64_t>(a.batch.size());
   idx::GatherDims d;
@@ -165,7 +165,7 @@ Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bo
   flat.insert(flat.end(), post.begin(), post.end());
   Value x = hlo::reshape(c.b, self, flat);
   Value mk = hlo::reshape(c.b, hlo::convert(c.b, mask, DType::Bool), {m});
-  Value vals = hlo::convert(c.b, c.tensor(2), self.dtype());
+  Value vals = hlo::convert(c.b, c.tensor("values"), self.dtype());
   const int rank = static_cast<int>(flat.size());
   if (vals.rank() > rank)
     vals = hlo::reshape(c.b, vals, Shape(vals.shape().end() - rank, vals.shape().end()));
@@ -194,9 +194,9 @@ Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bo
 }
 
 std::vector<Value> lower_index_put(Ctx& c) {
-  const Value& self = c.tensor(0);
-  const bool accumulate = c.has(3) && c.bool_arg(3);
-  const auto& list = c.arg(1).values;
+  const Value& self = c.tensor("self");
+  const bool accumulate = c.has("accumulate") && c.bool_arg("accumulate");
+  const auto& list = c.arg("indices").values;
   int64_t mask_at = -1, masks = 0, others = 0;
   for (size_t e = 0; e < list.size(); ++e) {
     if (is_mask(list[e])) {
@@ -213,7 +213,7 @@ std::vector<Value> lower_index_put(Ctx& c) {
     // Every entry before the mask is None and stands for one dimension.
     return {index_put_mask(c, self, list[mask_at], mask_at, accumulate)};
   }
-  Advanced a = prepare_advanced(c, self, c.arg(1));
+  Advanced a = prepare_advanced(c, self, c.arg("indices"));
   const int64_t nb = static_cast<int64_t>(a.batch.size());
   if (a.n_indexed == 0) return {self};
   std::vector<int64_t> rperm = result_perm(a);
@@ -221,7 +221,7 @@ std::vector<Value> lower_index_put(Ctx& c) {
   Shape gathered = a.batch;
   gathered.insert(gathered.end(), a.rest.begin(), a.rest.end());
   for (int64_t p : rperm) result_shape.push_back(gathered[p]);
-  Value values = hlo::convert(c.b, c.tensor(2), self.dtype());
+  Value values = hlo::convert(c.b, c.tensor("values"), self.dtype());
   // Leading unit dimensions beyond the result's rank are dropped, as __setitem__ does.
   if (values.rank() > static_cast<int>(result_shape.size())) {
     Shape s(values.shape().end() - result_shape.size(), values.shape().end());
@@ -248,9 +248,9 @@ std::vector<Value> lower_index_put(Ctx& c) {
 
 // index_select(self, dim, index)
 std::vector<Value> lower_index_select(Ctx& c) {
-  Value self = idx::at_least_1d(c.b, c.tensor(0));
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), c.tensor(0).rank());
-  const Value& index = c.tensor(2);
+  Value self = idx::at_least_1d(c.b, c.tensor("self"));
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), c.tensor("self").rank());
+  const Value& index = c.tensor("index");
   const int64_t n = index.type.numel();
   idx::require_in_range(c, index, self.shape()[dim], false, "index out of range in self");
   Value ind = hlo::reshape(c.b, idx::wrap_index(c.b, index, self.shape()[dim]), {n, 1});
@@ -287,19 +287,19 @@ Value index_scatter(Ctx& c, const Value& self_in, int64_t dim, const Value& inde
 // index_add(self, dim, index, source, *, alpha): self + alpha * source rows, like the CPU
 // kernel's per-row `add_(source_row, alpha)` (alpha * source in opmath, then the add).
 std::vector<Value> lower_index_add(Ctx& c) {
-  const Value& self = c.tensor(0);
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
+  const Value& self = c.tensor("self");
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), self.rank());
   const DType t = self.dtype();
   DType opmath = t == DType::F16 || t == DType::BF16 ? DType::F32 : t;
-  Value src = hlo::convert(c.b, c.tensor(3), opmath);
-  if (c.has(4)) {
-    Value alpha = hlo::convert(c.b, c.tensor(4), opmath);
+  Value src = hlo::convert(c.b, c.tensor("source"), opmath);
+  if (c.has("alpha")) {
+    Value alpha = hlo::convert(c.b, c.tensor("alpha"), opmath);
     src = t == DType::Bool
               ? hlo::binary(c.b, "stablehlo.and", src, hlo::broadcast_to(c.b, alpha, src.shape()))
               : hlo::mul(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()));
   }
   src = hlo::convert(c.b, src, t);
-  return {index_scatter(c, self, dim, c.tensor(2), src, idx::add_op(t), false)};
+  return {index_scatter(c, self, dim, c.tensor("index"), src, idx::add_op(t), false)};
 }
 
 // index_reduce(self, dim, index, source, reduce, *, include_self): source rows combined into the
@@ -307,14 +307,14 @@ std::vector<Value> lower_index_add(Ctx& c) {
 // start from the reduction's identity instead of self. mean divides by the number of values
 // combined (self counted when included; integers floor-divide, as CPU does).
 std::vector<Value> lower_index_reduce(Ctx& c) {
-  const Value& self = c.tensor(0);
-  const Value& index = c.tensor(2);
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), std::max<int64_t>(self.rank(), 1));
+  const Value& self = c.tensor("self");
+  const Value& index = c.tensor("index");
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), std::max<int64_t>(self.rank(), 1));
   const DType t = self.dtype();
-  const std::string& reduce = c.arg(4).s;
-  const bool include_self = c.bool_arg(5);
+  const std::string& reduce = c.arg("reduce").s;
+  const bool include_self = c.bool_arg("include_self");
   const std::string prefix = "index_reduce(): ";
-  Value src = hlo::convert(c.b, c.tensor(3), t);
+  Value src = hlo::convert(c.b, c.tensor("source"), t);
   std::string combine = reduce == "prod"   ? idx::mul_op(t)
                         : reduce == "amax" ? (t == DType::Bool ? "stablehlo.or" : "stablehlo.maximum")
                         : reduce == "amin" ? (t == DType::Bool ? "stablehlo.and" : "stablehlo.minimum")
@@ -352,18 +352,18 @@ std::vector<Value> lower_index_reduce(Ctx& c) {
 
 // index_copy(self, dim, index, source)
 std::vector<Value> lower_index_copy(Ctx& c) {
-  const Value& self = c.tensor(0);
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
-  Value src = hlo::convert(c.b, c.tensor(3), self.dtype());
-  return {index_scatter(c, self, dim, c.tensor(2), src, "", false, "index_copy_(): ")};
+  const Value& self = c.tensor("self");
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), self.rank());
+  Value src = hlo::convert(c.b, c.tensor("source"), self.dtype());
+  return {index_scatter(c, self, dim, c.tensor("index"), src, "", false, "index_copy_(): ")};
 }
 
 // index_fill.int_Scalar / int_Tensor(self, dim, index, value)
 std::vector<Value> lower_index_fill(Ctx& c) {
-  const Value& self = c.tensor(0);
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), self.rank());
-  Value v = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(3), self.dtype()), {});
-  return {index_scatter(c, self, dim, c.tensor(2), v, "", true)};
+  const Value& self = c.tensor("self");
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), self.rank());
+  Value v = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("value"), self.dtype()), {});
+  return {index_scatter(c, self, dim, c.tensor("index"), v, "", true)};
 }
 
 // ---- flat indexing ----------------------------------------------------------------------
@@ -374,10 +374,10 @@ std::string out_of_range(int64_t numel) {
 
 // take(self, index): self.flatten()[index]
 std::vector<Value> lower_take(Ctx& c) {
-  const Value& self = c.tensor(0);
+  const Value& self = c.tensor("self");
   const int64_t numel = self.type.numel();
   Value flat = hlo::reshape(c.b, self, {numel});
-  const Value& index = c.tensor(1);
+  const Value& index = c.tensor("index");
   idx::require_in_range(c, index, numel, true, out_of_range(numel));
   Value ind = idx::wrap_index(c.b, index, numel);
   idx::GatherDims d;
@@ -390,15 +390,15 @@ std::vector<Value> lower_take(Ctx& c) {
 
 // put(self, index, source, accumulate): self.flatten()[index] = source (or +=)
 std::vector<Value> lower_put(Ctx& c) {
-  const Value& self = c.tensor(0);
+  const Value& self = c.tensor("self");
   const int64_t numel = self.type.numel();
-  const int64_t n = c.tensor(1).type.numel();
-  const bool accumulate = c.has(3) && c.bool_arg(3);
+  const int64_t n = c.tensor("index").type.numel();
+  const bool accumulate = c.has("accumulate") && c.bool_arg("accumulate");
   if (n == 0) return {self};
-  idx::require_in_range(c, c.tensor(1), numel, true, out_of_range(numel));
+  idx::require_in_range(c, c.tensor("index"), numel, true, out_of_range(numel));
   Value flat = hlo::reshape(c.b, self, {numel});
-  Value src = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(2), self.dtype()), {n});
-  Value r = idx::scatter_along(c.b, flat, 0, hlo::reshape(c.b, c.tensor(1), {n}), src,
+  Value src = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("source"), self.dtype()), {n});
+  Value r = idx::scatter_along(c.b, flat, 0, hlo::reshape(c.b, c.tensor("index"), {n}), src,
                                accumulate ? idx::add_op(self.dtype()) : "");
   return {hlo::reshape(c.b, r, self.shape())};
 }
@@ -408,9 +408,9 @@ std::vector<Value> lower_put(Ctx& c) {
 std::vector<Value> lower_masked_scatter(Ctx& c) {
   const ir::Type& out = c.out();
   const int64_t n = out.numel();
-  Value self = hlo::reshape(c.b, hlo::broadcast_to(c.b, c.tensor(0), out.shape), {n});
-  Value mask = hlo::reshape(c.b, hlo::broadcast_to(c.b, c.tensor(1), out.shape), {n});
-  const Value& source = c.tensor(2);
+  Value self = hlo::reshape(c.b, hlo::broadcast_to(c.b, c.tensor("self"), out.shape), {n});
+  Value mask = hlo::reshape(c.b, hlo::broadcast_to(c.b, c.tensor("mask"), out.shape), {n});
+  const Value& source = c.tensor("source");
   const int64_t s = source.type.numel();
   if (n > 0) {
     Value count = hlo::reduce(c.b, hlo::convert(c.b, mask, DType::I64), hlo::constant_int(c.b, DType::I64, 0),
@@ -432,19 +432,20 @@ std::vector<Value> lower_masked_scatter(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::index.Tensor", lower_index);
-TPU_LOWERING("aten::_unsafe_index.Tensor", lower_index);
-TPU_LOWERING("aten::index_put", lower_index_put);
-TPU_LOWERING("aten::_index_put_impl", lower_index_put);
-TPU_LOWERING("aten::_unsafe_index_put", lower_index_put);
-TPU_LOWERING("aten::index_select", lower_index_select);
-TPU_LOWERING("aten::index_add", lower_index_add);
-TPU_LOWERING("aten::index_copy", lower_index_copy);
-TPU_LOWERING("aten::index_reduce", lower_index_reduce);
-TPU_LOWERING("aten::index_fill.int_Scalar", lower_index_fill);
-TPU_LOWERING("aten::index_fill.int_Tensor", lower_index_fill);
-TPU_LOWERING("aten::take", lower_take);
-TPU_LOWERING("aten::put", lower_put);
-TPU_LOWERING("aten::masked_scatter", lower_masked_scatter);
+TPU_LOWERING("aten::index.Tensor", lower_index, reads({"self", "indices"}));
+TPU_LOWERING("aten::_unsafe_index.Tensor", lower_index, reads({"self", "indices"}));
+TPU_LOWERING("aten::index_put", lower_index_put, reads({"self", "indices", "values", "accumulate"}));
+TPU_LOWERING("aten::_index_put_impl", lower_index_put, reads({"self", "indices", "values", "accumulate"}));
+TPU_LOWERING("aten::_unsafe_index_put", lower_index_put, reads({"self", "indices", "values", "accumulate"}));
+TPU_LOWERING("aten::index_select", lower_index_select, reads({"self", "dim", "index"}));
+TPU_LOWERING("aten::index_add", lower_index_add, reads({"self", "dim", "index", "source", "alpha"}));
+TPU_LOWERING("aten::index_copy", lower_index_copy, reads({"self", "dim", "index", "source"}));
+TPU_LOWERING("aten::index_reduce", lower_index_reduce,
+             reads({"self", "dim", "index", "source", "reduce", "include_self"}));
+TPU_LOWERING("aten::index_fill.int_Scalar", lower_index_fill, reads({"self", "dim", "index", "value"}));
+TPU_LOWERING("aten::index_fill.int_Tensor", lower_index_fill, reads({"self", "dim", "index", "value"}));
+TPU_LOWERING("aten::take", lower_take, reads({"self", "index"}));
+TPU_LOWERING("aten::put", lower_put, reads({"self", "index", "source", "accumulate"}));
+TPU_LOWERING("aten::masked_scatter", lower_masked_scatter, reads({"self", "mask", "source"}));
 
 }  // namespace tpu::lowering

@@ -10,13 +10,13 @@ namespace {
 
 // Input (already read through its view) converted and broadcast to the single result type.
 std::vector<ir::Value> lower_copy(Ctx& c) {
-  ir::Value v = hlo::convert(c.b, c.tensor(0), c.out().dtype);
+  ir::Value v = hlo::convert(c.b, c.tensor("self"), c.out().dtype);
   return {hlo::broadcast_to(c.b, v, c.out().shape)};
 }
 
 }  // namespace
 
-TPU_LOWERING("torch_tpu::view_copy", lower_copy);
+TPU_LOWERING("torch_tpu::view_copy", lower_copy, reads({"self"}));
 
 }  // namespace tpu::lowering
 
@@ -28,7 +28,7 @@ using ir::DType;
 using ir::Value;
 
 Value nonzero_mask(Ctx& c) {
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   return hlo::compare(c.b, x, hlo::full(c.b, x.type, 0), "NE");
 }
 
@@ -47,13 +47,13 @@ std::vector<Value> lower_nonzero(Ctx& c) {
 
 // nonzero_static(self, *, size, fill_value)
 std::vector<Value> lower_nonzero_static(Ctx& c) {
-  return {idx::nonzero_coords(c.b, nonzero_mask(c), c.int_arg(1), c.int_arg(2))};
+  return {idx::nonzero_coords(c.b, nonzero_mask(c), c.int_arg("size"), c.int_arg("fill_value"))};
 }
 
 }  // namespace
 
-TPU_LOWERING("torch_tpu::count_nonzero", lower_count_nonzero);
-TPU_LOWERING("torch_tpu::nonzero", lower_nonzero);
-TPU_LOWERING("aten::nonzero_static", lower_nonzero_static);
+TPU_LOWERING("torch_tpu::count_nonzero", lower_count_nonzero, reads({"self"}));
+TPU_LOWERING("torch_tpu::nonzero", lower_nonzero, reads({"self"}));
+TPU_LOWERING("aten::nonzero_static", lower_nonzero_static, reads({"self", "size", "fill_value"}));
 
 }  // namespace tpu::lowering

@@ -22,11 +22,11 @@ struct Prepared {
   int64_t dim = 0;
 };
 
-Prepared prepare(Ctx& c, int self_i, int dim_i, int index_i) {
+Prepared prepare(Ctx& c, std::string_view self_arg, std::string_view dim_arg, std::string_view index_arg) {
   Prepared p;
-  p.self = idx::at_least_1d(c.b, c.tensor(self_i));
-  p.dim = hlo::wrap_dim(c.int_arg(dim_i), c.tensor(self_i).rank());
-  p.index = c.tensor(index_i);
+  p.self = idx::at_least_1d(c.b, c.tensor(self_arg));
+  p.dim = hlo::wrap_dim(c.int_arg(dim_arg), c.tensor(self_arg).rank());
+  p.index = c.tensor(index_arg);
   if (p.index.rank() < p.self.rank()) {
     ir::Shape s(p.self.rank() - p.index.rank(), 1);
     s.insert(s.end(), p.index.shape().begin(), p.index.shape().end());
@@ -38,8 +38,8 @@ Prepared prepare(Ctx& c, int self_i, int dim_i, int index_i) {
 }
 
 // `src` cut down to the index's shape (scatter reads only src[:index.shape]), in dtype `t`.
-Value src_for(Ctx& c, int src_i, const Value& index, DType t) {
-  Value src = hlo::convert(c.b, c.tensor(src_i), t);
+Value src_for(Ctx& c, std::string_view src_arg, const Value& index, DType t) {
+  Value src = hlo::convert(c.b, c.tensor(src_arg), t);
   if (src.rank() == 0) return hlo::broadcast_to(c.b, src, index.shape());
   if (src.rank() < index.rank()) src = hlo::reshape(c.b, src, index.shape());
   return hlo::slice(c.b, src, std::vector<int64_t>(index.rank(), 0), index.shape());
@@ -49,30 +49,36 @@ Value finish(Ctx& c, const Value& v) { return hlo::reshape(c.b, v, c.out().shape
 
 // gather(self, dim, index, *, sparse_grad)
 std::vector<Value> lower_gather(Ctx& c) {
-  Prepared p = prepare(c, 0, 1, 2);
+  Prepared p = prepare(c, "self", "dim", "index");
   return {finish(c, idx::gather_elements(c.b, p.self, p.index, p.dim))};
 }
 
+// What scatter writes: the tensor `src` (scatter.src) or the scalar `value` (scatter.value).
+constexpr char kSrc[] = "src";
+constexpr char kValue[] = "value";
+
 // scatter.src(self, dim, index, src) / scatter.value(self, dim, index, value)
+template <const char* Src>
 std::vector<Value> lower_scatter(Ctx& c) {
-  Prepared p = prepare(c, 0, 1, 2);
-  Value upd = src_for(c, 3, p.index, p.self.dtype());
+  Prepared p = prepare(c, "self", "dim", "index");
+  Value upd = src_for(c, Src, p.index, p.self.dtype());
   return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, ""))};
 }
 
 // scatter_add(self, dim, index, src)
 std::vector<Value> lower_scatter_add(Ctx& c) {
-  Prepared p = prepare(c, 0, 1, 2);
-  Value upd = src_for(c, 3, p.index, p.self.dtype());
+  Prepared p = prepare(c, "self", "dim", "index");
+  Value upd = src_for(c, "src", p.index, p.self.dtype());
   return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, idx::add_op(p.self.dtype())))};
 }
 
 // scatter.reduce(self, dim, index, src, *, reduce) with reduce "add" or "multiply"
 // (and scatter.value_reduce with a scalar value).
+template <const char* Src>
 std::vector<Value> lower_scatter_reduce_legacy(Ctx& c) {
-  Prepared p = prepare(c, 0, 1, 2);
-  Value upd = src_for(c, 3, p.index, p.self.dtype());
-  const std::string& reduce = c.arg(4).s;
+  Prepared p = prepare(c, "self", "dim", "index");
+  Value upd = src_for(c, Src, p.index, p.self.dtype());
+  const std::string& reduce = c.arg("reduce").s;
   std::string op;
   if (reduce == "add")
     op = idx::add_op(p.self.dtype());
@@ -151,11 +157,11 @@ Value floor_div_positive(ir::Builder& b, const Value& a, const Value& d) {
 
 // scatter_reduce.two(self, dim, index, src, reduce, *, include_self)
 std::vector<Value> lower_scatter_reduce(Ctx& c) {
-  Prepared p = prepare(c, 0, 1, 2);
+  Prepared p = prepare(c, "self", "dim", "index");
   const DType t = p.self.dtype();
-  Value upd = src_for(c, 3, p.index, t);
-  const std::string& reduce = c.arg(4).s;
-  const bool include_self = !c.has(5) || c.bool_arg(5);
+  Value upd = src_for(c, "src", p.index, t);
+  const std::string& reduce = c.arg("reduce").s;
+  const bool include_self = !c.has("include_self") || c.bool_arg("include_self");
   std::string op;
   Value identity;
   if (reduce == "sum" || reduce == "mean") {
@@ -197,12 +203,15 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::gather", lower_gather);
-TPU_LOWERING("aten::scatter.src", lower_scatter);
-TPU_LOWERING("aten::scatter.value", lower_scatter);
-TPU_LOWERING("aten::scatter.reduce", lower_scatter_reduce_legacy);
-TPU_LOWERING("aten::scatter.value_reduce", lower_scatter_reduce_legacy);
-TPU_LOWERING("aten::scatter_add", lower_scatter_add);
-TPU_LOWERING("aten::scatter_reduce.two", lower_scatter_reduce);
+TPU_LOWERING("aten::gather", lower_gather, reads({"self", "dim", "index"}));
+TPU_LOWERING("aten::scatter.src", lower_scatter<kSrc>, reads({"self", "dim", "index", "src"}));
+TPU_LOWERING("aten::scatter.value", lower_scatter<kValue>, reads({"self", "dim", "index", "value"}));
+TPU_LOWERING("aten::scatter.reduce", lower_scatter_reduce_legacy<kSrc>,
+             reads({"self", "dim", "index", "src", "reduce"}));
+TPU_LOWERING("aten::scatter.value_reduce", lower_scatter_reduce_legacy<kValue>,
+             reads({"self", "dim", "index", "value", "reduce"}));
+TPU_LOWERING("aten::scatter_add", lower_scatter_add, reads({"self", "dim", "index", "src"}));
+TPU_LOWERING("aten::scatter_reduce.two", lower_scatter_reduce,
+             reads({"self", "dim", "index", "src", "reduce", "include_self"}));
 
 }  // namespace tpu::lowering

@@ -17,9 +17,9 @@ using ir::Value;
 std::vector<Value> lower_cat(Ctx& c) {
   const ir::Type& out = c.out();
   if (out.numel() == 0) return {hlo::full(c.b, out, 0)};
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), out.rank());
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), out.rank());
   std::vector<Value> parts;
-  for (const Value& v : c.arg(0).values)
+  for (const Value& v : c.arg("tensors").values)
     if (v.type.numel() > 0) parts.push_back(hlo::convert(c.b, v, out.dtype));
   return {hlo::concatenate(c.b, parts, dim)};
 }
@@ -27,10 +27,10 @@ std::vector<Value> lower_cat(Ctx& c) {
 // stack(tensors, dim)
 std::vector<Value> lower_stack(Ctx& c) {
   const ir::Type& out = c.out();
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), out.rank());
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), out.rank());
   if (out.numel() == 0) return {hlo::full(c.b, out, 0)};
   std::vector<Value> parts;
-  for (const Value& v : c.arg(0).values) {
+  for (const Value& v : c.arg("tensors").values) {
     Shape s = v.shape();
     s.insert(s.begin() + dim, 1);
     parts.push_back(hlo::reshape(c.b, hlo::convert(c.b, v, out.dtype), s));
@@ -40,9 +40,9 @@ std::vector<Value> lower_stack(Ctx& c) {
 
 // flip(self, dims)
 std::vector<Value> lower_flip(Ctx& c) {
-  const Value& x = c.tensor(0);
+  const Value& x = c.tensor("self");
   std::vector<int64_t> dims;
-  for (int64_t d : c.ints(1)) {
+  for (int64_t d : c.ints("dims")) {
     int64_t w = hlo::wrap_dim(d, x.rank());
     if (x.rank() > 0 && x.shape()[w] > 1) dims.push_back(w);
   }
@@ -62,9 +62,9 @@ Value roll_dim(ir::Builder& b, const Value& x, int64_t dim, int64_t shift) {
 
 // roll(self, shifts, dims): without dims the flattened tensor rolls.
 std::vector<Value> lower_roll(Ctx& c) {
-  const Value& x = c.tensor(0);
-  const std::vector<int64_t>& shifts = c.ints(1);
-  const std::vector<int64_t> dims = c.has(2) ? c.ints(2) : std::vector<int64_t>{};
+  const Value& x = c.tensor("self");
+  const std::vector<int64_t>& shifts = c.ints("shifts");
+  const std::vector<int64_t> dims = c.has("dims") ? c.ints("dims") : std::vector<int64_t>{};
   if (dims.empty()) {
     Value flat = hlo::reshape(c.b, x, {x.type.numel()});
     return {hlo::reshape(c.b, roll_dim(c.b, flat, 0, shifts.at(0)), x.shape())};
@@ -78,8 +78,8 @@ std::vector<Value> lower_roll(Ctx& c) {
 // repeat(self, repeats): self (padded with leading unit dims) broadcast to [r0, s0, r1, s1, ...]
 // then merged pairwise.
 std::vector<Value> lower_repeat(Ctx& c) {
-  const Value& x = c.tensor(0);
-  const std::vector<int64_t>& reps = c.ints(1);
+  const Value& x = c.tensor("self");
+  const std::vector<int64_t>& reps = c.ints("repeats");
   const size_t n = reps.size();
   Shape padded(n - x.rank(), 1);
   padded.insert(padded.end(), x.shape().begin(), x.shape().end());
@@ -97,8 +97,8 @@ std::vector<Value> lower_repeat(Ctx& c) {
 
 // tril/triu(self, diagonal): keeps col - row <= diagonal (tril) or >= diagonal (triu).
 Value triangle(Ctx& c, bool lower) {
-  const Value& x = c.tensor(0);
-  const int64_t diagonal = c.int_arg(1);
+  const Value& x = c.tensor("self");
+  const int64_t diagonal = c.int_arg("diagonal");
   const int r = x.rank();
   Shape mat{x.shape()[r - 2], x.shape()[r - 1]};
   Value row = hlo::iota(c.b, ir::Type{DType::I64, mat}, 0);
@@ -116,27 +116,27 @@ std::vector<Value> lower_triu(Ctx& c) { return {triangle(c, false)}; }
 // constant_pad_nd(self, pad, value): pad pairs start at the last dimension; negative pads crop
 // (stablehlo.pad accepts negative edge padding).
 std::vector<Value> lower_constant_pad_nd(Ctx& c) {
-  const Value& x = c.tensor(0);
-  const std::vector<int64_t>& pad = c.ints(1);
+  const Value& x = c.tensor("self");
+  const std::vector<int64_t>& pad = c.ints("pad");
   std::vector<int64_t> low(x.rank(), 0), high(x.rank(), 0);
   for (size_t i = 0; 2 * i < pad.size(); ++i) {
     int d = x.rank() - 1 - static_cast<int>(i);
     low[d] = pad[2 * i];
     high[d] = pad[2 * i + 1];
   }
-  Value v = c.has(2) ? hlo::reshape(c.b, hlo::convert(c.b, c.tensor(2), x.dtype()), {})
-                     : hlo::constant(c.b, x.dtype(), 0);
+  Value v = c.has("value") ? hlo::reshape(c.b, hlo::convert(c.b, c.tensor("value"), x.dtype()), {})
+                           : hlo::constant(c.b, x.dtype(), 0);
   return {hlo::pad(c.b, x, v, low, high)};
 }
 
 // diag_embed(self, offset, dim1, dim2): the last dim of self becomes the `offset` diagonal of
 // a new pair of dims (dim1, dim2) of size n + |offset|.
 std::vector<Value> lower_diag_embed(Ctx& c) {
-  const Value& x = c.tensor(0);
+  const Value& x = c.tensor("self");
   const ir::Type& out = c.out();
-  const int64_t offset = c.int_arg(1);
+  const int64_t offset = c.int_arg("offset");
   const int64_t rank = out.rank();
-  const int64_t d1 = hlo::wrap_dim(c.int_arg(2), rank), d2 = hlo::wrap_dim(c.int_arg(3), rank);
+  const int64_t d1 = hlo::wrap_dim(c.int_arg("dim1"), rank), d2 = hlo::wrap_dim(c.int_arg("dim2"), rank);
   const int64_t n = x.shape().back();
   const int64_t m = n + (offset >= 0 ? offset : -offset);
   const int64_t nb = x.rank() - 1;
@@ -166,20 +166,20 @@ std::vector<Value> lower_diag_embed(Ctx& c) {
 
 // narrow_copy(self, dim, start, length)
 std::vector<Value> lower_narrow_copy(Ctx& c) {
-  const Value& x = c.tensor(0);
-  const int64_t dim = hlo::wrap_dim(c.int_arg(1), x.rank());
-  int64_t start = c.int_arg(2);
+  const Value& x = c.tensor("self");
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
+  int64_t start = c.int_arg("start");
   if (start < 0) start += x.shape()[dim];
-  return {hlo::slice_dim(c.b, x, static_cast<int>(dim), start, start + c.int_arg(3))};
+  return {hlo::slice_dim(c.b, x, static_cast<int>(dim), start, start + c.int_arg("length"))};
 }
 
 // split_with_sizes_copy(self, split_sizes, dim)
 std::vector<Value> lower_split_with_sizes_copy(Ctx& c) {
-  const Value& x = c.tensor(0);
-  const int64_t dim = hlo::wrap_dim(c.has(2) ? c.int_arg(2) : 0, x.rank());
+  const Value& x = c.tensor("self");
+  const int64_t dim = hlo::wrap_dim(c.has("dim") ? c.int_arg("dim") : 0, x.rank());
   std::vector<Value> outs;
   int64_t start = 0;
-  for (int64_t s : c.ints(1)) {
+  for (int64_t s : c.ints("split_sizes")) {
     outs.push_back(hlo::slice_dim(c.b, x, static_cast<int>(dim), start, start + s));
     start += s;
   }
@@ -188,16 +188,17 @@ std::vector<Value> lower_split_with_sizes_copy(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::cat", lower_cat);
-TPU_LOWERING("aten::stack", lower_stack);
-TPU_LOWERING("aten::flip", lower_flip);
-TPU_LOWERING("aten::roll", lower_roll);
-TPU_LOWERING("aten::repeat", lower_repeat);
-TPU_LOWERING("aten::tril", lower_tril);
-TPU_LOWERING("aten::triu", lower_triu);
-TPU_LOWERING("aten::constant_pad_nd", lower_constant_pad_nd);
-TPU_LOWERING("aten::diag_embed", lower_diag_embed);
-TPU_LOWERING("aten::narrow_copy", lower_narrow_copy);
-TPU_LOWERING("aten::split_with_sizes_copy", lower_split_with_sizes_copy);
+TPU_LOWERING("aten::cat", lower_cat, reads({"tensors", "dim"}));
+TPU_LOWERING("aten::stack", lower_stack, reads({"tensors", "dim"}));
+TPU_LOWERING("aten::flip", lower_flip, reads({"self", "dims"}));
+TPU_LOWERING("aten::roll", lower_roll, reads({"self", "shifts", "dims"}));
+TPU_LOWERING("aten::repeat", lower_repeat, reads({"self", "repeats"}));
+TPU_LOWERING("aten::tril", lower_tril, reads({"self", "diagonal"}));
+TPU_LOWERING("aten::triu", lower_triu, reads({"self", "diagonal"}));
+TPU_LOWERING("aten::constant_pad_nd", lower_constant_pad_nd, reads({"self", "pad", "value"}));
+TPU_LOWERING("aten::diag_embed", lower_diag_embed, reads({"self", "offset", "dim1", "dim2"}));
+TPU_LOWERING("aten::narrow_copy", lower_narrow_copy, reads({"self", "dim", "start", "length"}));
+TPU_LOWERING("aten::split_with_sizes_copy", lower_split_with_sizes_copy,
+             reads({"self", "split_sizes", "dim"}));
 
 }  // namespace tpu::lowering

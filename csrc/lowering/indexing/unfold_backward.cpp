@@ -18,11 +18,11 @@ std::vector<Value> lower_unfold_backward(Ctx& c) {
   ir::Builder& b = c.b;
   const ir::Type& out = c.out();
   const DType acc = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
-  Value g = hlo::convert(b, c.tensor(0), acc);
+  Value g = hlo::convert(b, c.tensor("grad_in"), acc);
   const int rank = out.rank();
   if (rank == 0) return {hlo::convert(b, hlo::reshape(b, g, {}), out.dtype)};
-  const int dim = static_cast<int>(hlo::wrap_dim(c.int_arg(2), rank));
-  const int64_t size = c.int_arg(3), step = c.int_arg(4);
+  const int dim = static_cast<int>(hlo::wrap_dim(c.int_arg("dim"), rank));
+  const int64_t size = c.int_arg("size"), step = c.int_arg("step");
   const int64_t length = out.shape[dim], windows = g.dim(dim);
   Value sum = hlo::full(b, ir::Type{acc, out.shape}, 0);
   if (windows == 0 || out.numel() == 0) return {hlo::convert(b, sum, out.dtype)};
@@ -42,6 +42,6 @@ std::vector<Value> lower_unfold_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::unfold_backward", lower_unfold_backward);
+TPU_LOWERING("aten::unfold_backward", lower_unfold_backward, reads({"grad_in", "dim", "size", "step"}));
 
 }  // namespace tpu::lowering

@@ -101,17 +101,18 @@ const char* kNotPd =
 
 // cholesky(self, upper=False)
 std::vector<Value> lower_cholesky(Ctx& c) {
-  linalg::require_real(c.tensor(0), "cholesky");
-  Potrf f = potrf(c.b, c.tensor(0), c.bool_arg(1), Type{DType::I32, linalg::batch_of(c.out().shape)});
+  linalg::require_real(c.tensor("self"), "cholesky");
+  Potrf f =
+      potrf(c.b, c.tensor("self"), c.bool_arg("upper"), Type{DType::I32, linalg::batch_of(c.out().shape)});
   c.require(all_zero(c.b, f.info), kNotPd, CheckError::LinAlg);
   return {f.factor};
 }
 
 // linalg_cholesky_ex(self, *, upper=False, check_errors=False) -> (L, info)
 std::vector<Value> lower_linalg_cholesky_ex(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_cholesky_ex");
-  Potrf f = potrf(c.b, c.tensor(0), c.bool_arg(1), c.out(1));
-  if (c.bool_arg(2)) c.require(all_zero(c.b, f.info), kNotPd, CheckError::LinAlg);
+  linalg::require_real(c.tensor("self"), "linalg_cholesky_ex");
+  Potrf f = potrf(c.b, c.tensor("self"), c.bool_arg("upper"), c.out(1));
+  if (c.bool_arg("check_errors")) c.require(all_zero(c.b, f.info), kNotPd, CheckError::LinAlg);
   return {f.factor, f.info};
 }
 
@@ -123,25 +124,25 @@ Value cholesky_solve(ir::Builder& b, const Value& factor, const Value& rhs, bool
 
 // _cholesky_solve_helper(self, A, upper): self is the right-hand side, A the factor.
 std::vector<Value> lower_cholesky_solve_helper(Ctx& c) {
-  linalg::require_real(c.tensor(0), "cholesky_solve_helper");
+  linalg::require_real(c.tensor("self"), "cholesky_solve_helper");
   ir::Shape batch = linalg::batch_of(c.out().shape);
-  Value rhs = linalg::broadcast_batch(c.b, c.tensor(0), batch);
-  Value factor = linalg::broadcast_batch(c.b, c.tensor(1), batch);
-  return {cholesky_solve(c.b, factor, rhs, c.bool_arg(2))};
+  Value rhs = linalg::broadcast_batch(c.b, c.tensor("self"), batch);
+  Value factor = linalg::broadcast_batch(c.b, c.tensor("A"), batch);
+  return {cholesky_solve(c.b, factor, rhs, c.bool_arg("upper"))};
 }
 
 // cholesky_inverse(self, upper=False): (L L^T)^-1 as a Cholesky solve of the identity.
 std::vector<Value> lower_cholesky_inverse(Ctx& c) {
-  linalg::require_real(c.tensor(0), "cholesky_inverse");
-  Value factor = c.tensor(0);
-  return {cholesky_solve(c.b, factor, linalg::eye(c.b, c.out()), c.bool_arg(1))};
+  linalg::require_real(c.tensor("self"), "cholesky_inverse");
+  Value factor = c.tensor("self");
+  return {cholesky_solve(c.b, factor, linalg::eye(c.b, c.out()), c.bool_arg("upper"))};
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::cholesky", lower_cholesky);
-TPU_LOWERING("aten::linalg_cholesky_ex", lower_linalg_cholesky_ex);
-TPU_LOWERING("aten::_cholesky_solve_helper", lower_cholesky_solve_helper);
-TPU_LOWERING("aten::cholesky_inverse", lower_cholesky_inverse);
+TPU_LOWERING("aten::cholesky", lower_cholesky, reads({"self", "upper"}));
+TPU_LOWERING("aten::linalg_cholesky_ex", lower_linalg_cholesky_ex, reads({"self", "upper", "check_errors"}));
+TPU_LOWERING("aten::_cholesky_solve_helper", lower_cholesky_solve_helper, reads({"self", "A", "upper"}));
+TPU_LOWERING("aten::cholesky_inverse", lower_cholesky_inverse, reads({"self", "upper"}));
 
 }  // namespace tpu::lowering

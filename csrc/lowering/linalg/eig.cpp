@@ -419,7 +419,7 @@ Value all_finite(Builder& b, const Value& a) {
 // the QR iteration converged for all of them.
 std::vector<Value> eig(Ctx& c, const Type& vals_t, const Type* vecs_t, const char* op) {
   Builder& b = c.b;
-  Value a = c.tensor(0);
+  Value a = c.tensor("self");
   check_dtype(a, op);
   bool want_v = vecs_t != nullptr;
   DType ct = vals_t.dtype;
@@ -483,10 +483,10 @@ std::vector<Value> eig(Ctx& c, const Type& vals_t, const Type* vecs_t, const cha
 
 // linalg_eig(A) -> (eigenvalues, eigenvectors)
 std::vector<Value> lower_linalg_eig(Ctx& c) {
-  check_dtype(c.tensor(0), "linalg_eig");
+  check_dtype(c.tensor("self"), "linalg_eig");
   // As on the CPU (whose LAPACK would loop forever), eig refuses non-finite input.
-  if (c.tensor(0).type.numel() > 0)
-    c.require(all_finite(c.b, c.tensor(0)),
+  if (c.tensor("self").type.numel() > 0)
+    c.require(all_finite(c.b, c.tensor("self")),
               "torch.linalg.eig: input tensor should not contain infs or NaNs.");
   return eig(c, c.out(0), &c.out(1), "linalg_eig");
 }
@@ -496,7 +496,7 @@ std::vector<Value> lower_linalg_eigvals(Ctx& c) { return eig(c, c.out(0), nullpt
 
 }  // namespace
 
-TPU_LOWERING("aten::linalg_eig", lower_linalg_eig);
-TPU_LOWERING("aten::_linalg_eigvals", lower_linalg_eigvals);
+TPU_LOWERING("aten::linalg_eig", lower_linalg_eig, reads({"self"}));
+TPU_LOWERING("aten::_linalg_eigvals", lower_linalg_eigvals, reads({"self"}));
 
 }  // namespace tpu::lowering

@@ -78,10 +78,10 @@ std::vector<Value> rotate(Builder& b, const Value& a, const Value& v, const Valu
 
 // _linalg_eigh(A, UPLO="L", compute_v=True) -> (eigenvalues, eigenvectors)
 std::vector<Value> lower_linalg_eigh(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_eigh");
-  Value a = c.tensor(0);
-  bool upper = c.arg(1).s == "U";
-  bool compute_v = c.bool_arg(2);
+  linalg::require_real(c.tensor("A"), "linalg_eigh");
+  Value a = c.tensor("A");
+  bool upper = c.arg("UPLO").s == "U";
+  bool compute_v = c.bool_arg("compute_v");
   int64_t n = a.dim(-1);
   int r = a.rank();
   if (a.type.numel() == 0) return {hlo::full(c.b, c.out(0), 0), hlo::full(c.b, c.out(1), 0)};
@@ -130,6 +130,6 @@ std::vector<Value> lower_linalg_eigh(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_linalg_eigh", lower_linalg_eigh);
+TPU_LOWERING("aten::_linalg_eigh", lower_linalg_eigh, reads({"A", "UPLO", "compute_v"}));
 
 }  // namespace tpu::lowering

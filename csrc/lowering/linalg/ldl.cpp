@@ -154,8 +154,8 @@ std::vector<Value> ldl_step(Builder& b, const std::vector<Value>& st) {
 
 // linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False) -> (LD, pivots, info)
 std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_ldl_factor_ex");
-  Value a = c.tensor(0);
+  linalg::require_real(c.tensor("self"), "linalg_ldl_factor_ex");
+  Value a = c.tensor("self");
   if (a.type.numel() == 0)
     return {hlo::full(c.b, c.out(0), 0), hlo::full(c.b, c.out(1), 0), hlo::full(c.b, c.out(2), 0)};
   int64_t n = a.dim(-1);
@@ -184,7 +184,7 @@ std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
   std::vector<Value> out = linalg::fori_loop(c.b, count, {flat, ld0, piv0, info0}, body);
   Shape ps = batch;
   ps.push_back(n);
-  if (c.bool_arg(2)) {
+  if (c.bool_arg("check_errors")) {
     // check_errors: every matrix factored without an exactly zero pivot column.
     Value worst = reduce::max(c.b, out[3], {0});
     c.require(hlo::compare(c.b, worst, hlo::constant_int(c.b, DType::I32, 0), "EQ"),
@@ -277,13 +277,13 @@ std::vector<Value> ldl_solve_backward(Builder& b, const std::vector<Value>& st) 
 // linalg_ldl_solve(LD, pivots, B, *, hermitian=False): A X = B with A = L D L^T from
 // ldl_factor (batch dimensions broadcast).
 std::vector<Value> lower_linalg_ldl_solve(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_ldl_solve");
+  linalg::require_real(c.tensor("LD"), "linalg_ldl_solve");
   const Type& ot = c.out();
   if (ot.numel() == 0) return {hlo::full(c.b, ot, 0)};
   Shape batch = linalg::batch_of(ot.shape);
-  Value ld = linalg::broadcast_batch(c.b, c.tensor(0), batch);
-  Value piv = linalg::broadcast_batch(c.b, c.tensor(1), batch, 1);
-  Value rhs = linalg::broadcast_batch(c.b, c.tensor(2), batch);
+  Value ld = linalg::broadcast_batch(c.b, c.tensor("LD"), batch);
+  Value piv = linalg::broadcast_batch(c.b, c.tensor("pivots"), batch, 1);
+  Value rhs = linalg::broadcast_batch(c.b, c.tensor("B"), batch);
   int64_t n = ld.dim(-1), r = rhs.dim(-1), count = 1;
   for (int64_t d : batch) count *= d;
   ld = hlo::reshape(c.b, ld, {count, n, n});
@@ -308,7 +308,7 @@ std::vector<Value> lower_linalg_ldl_solve(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::linalg_ldl_factor_ex", lower_linalg_ldl_factor_ex);
-TPU_LOWERING("aten::linalg_ldl_solve", lower_linalg_ldl_solve);
+TPU_LOWERING("aten::linalg_ldl_factor_ex", lower_linalg_ldl_factor_ex, reads({"self", "check_errors"}));
+TPU_LOWERING("aten::linalg_ldl_solve", lower_linalg_ldl_solve, reads({"LD", "pivots", "B"}));
 
 }  // namespace tpu::lowering

@@ -30,10 +30,10 @@ Value all_zero(ir::Builder& b, const Value& info) {
 
 // linalg_inv_ex(A, *, check_errors=False) -> (inverse, info)
 std::vector<Value> lower_linalg_inv_ex(Ctx& c) {
-  Value a = c.tensor(0);
+  Value a = c.tensor("A");
   linalg::LuResult f = linalg::lu_factor(c.b, a);
   Value x = linalg::lu_solve(c.b, f.lu, f.pivots, linalg::eye(c.b, a.type), true, false);
-  if (c.bool_arg(1))
+  if (c.bool_arg("check_errors"))
     c.require(all_zero(c.b, f.info),
               "linalg.inv: The diagonal element is zero, the inversion could not be completed "
               "because the input matrix is singular.",
@@ -43,8 +43,8 @@ std::vector<Value> lower_linalg_inv_ex(Ctx& c) {
 
 // _linalg_solve_ex(A, B, *, left=True, check_errors=False) -> (result, LU, pivots, info)
 std::vector<Value> lower_linalg_solve_ex(Ctx& c) {
-  Value a = c.tensor(0), rhs = c.tensor(1);
-  bool left = c.bool_arg(2);
+  Value a = c.tensor("A"), rhs = c.tensor("B");
+  bool left = c.bool_arg("left");
   // B is a (batch of) vector(s) when 1-d or shaped like A without its last dimension.
   ir::Shape a_vec(a.shape().begin(), a.shape().end() - 1);
   bool vector_case = rhs.rank() == 1 || (rhs.rank() == a.rank() - 1 && rhs.shape() == a_vec);
@@ -62,7 +62,7 @@ std::vector<Value> lower_linalg_solve_ex(Ctx& c) {
   rhs = linalg::broadcast_batch(c.b, rhs, batch);
   Value x = linalg::lu_solve(c.b, lu, piv, rhs, left, false);
   x = hlo::reshape(c.b, x, c.out(0).shape);
-  if (c.bool_arg(3))
+  if (c.bool_arg("check_errors"))
     c.require(all_zero(c.b, f.info),
               "torch.linalg.solve: The solver failed because the input matrix is singular.",
               CheckError::LinAlg);
@@ -83,7 +83,7 @@ Value factored(ir::Builder& b, const Value& a) { return ir::is_complex(a.dtype()
 
 // _linalg_det(A) -> (result, LU, pivots): det = sign(P) * prod(diag(U)).
 std::vector<Value> lower_linalg_det(Ctx& c) {
-  Value a = c.tensor(0);
+  Value a = c.tensor("A");
   linalg::LuResult f = linalg::lu_factor(c.b, factored(c.b, a));
   Value d = linalg::diagonal(c.b, f.lu);
   Value det = hlo::mul(c.b, pivots_sign(c.b, f.pivots, a.dtype()), reduce::prod(c.b, d, {d.rank() - 1}));
@@ -92,7 +92,7 @@ std::vector<Value> lower_linalg_det(Ctx& c) {
 
 // _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots)
 std::vector<Value> lower_linalg_slogdet(Ctx& c) {
-  Value a = c.tensor(0);
+  Value a = c.tensor("A");
   linalg::LuResult f = linalg::lu_factor(c.b, factored(c.b, a));
   Value d = linalg::diagonal(c.b, f.lu);
   int last = d.rank() - 1;
@@ -106,9 +106,9 @@ std::vector<Value> lower_linalg_slogdet(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::linalg_inv_ex", lower_linalg_inv_ex);
-TPU_LOWERING("aten::_linalg_solve_ex", lower_linalg_solve_ex);
-TPU_LOWERING("aten::_linalg_det", lower_linalg_det);
-TPU_LOWERING("aten::_linalg_slogdet", lower_linalg_slogdet);
+TPU_LOWERING("aten::linalg_inv_ex", lower_linalg_inv_ex, reads({"A", "check_errors"}));
+TPU_LOWERING("aten::_linalg_solve_ex", lower_linalg_solve_ex, reads({"A", "B", "left", "check_errors"}));
+TPU_LOWERING("aten::_linalg_det", lower_linalg_det, reads({"A"}));
+TPU_LOWERING("aten::_linalg_slogdet", lower_linalg_slogdet, reads({"A"}));
 
 }  // namespace tpu::lowering

@@ -42,8 +42,8 @@ std::vector<Value> unpack(Ctx& c, const Value& lu, const Value& pivots, int firs
 
 // linalg_lu_factor_ex(A, *, pivot=True, check_errors=False) -> (LU, pivots, info)
 std::vector<Value> lower_linalg_lu_factor_ex(Ctx& c) {
-  linalg::LuResult f = linalg::lu_factor(c.b, c.tensor(0));
-  if (c.bool_arg(2)) {
+  linalg::LuResult f = linalg::lu_factor(c.b, c.tensor("A"));
+  if (c.bool_arg("check_errors")) {
     Value ok = hlo::compare(c.b, f.info, hlo::full(c.b, f.info.type, 0), "EQ");
     std::vector<int64_t> dims;
     for (int i = 0; i < ok.rank(); ++i) dims.push_back(i);
@@ -56,27 +56,29 @@ std::vector<Value> lower_linalg_lu_factor_ex(Ctx& c) {
 
 // linalg_lu(A, *, pivot=True) -> (P, L, U)
 std::vector<Value> lower_linalg_lu(Ctx& c) {
-  linalg::LuResult f = linalg::lu_factor(c.b, c.tensor(0));
+  linalg::LuResult f = linalg::lu_factor(c.b, c.tensor("A"));
   return unpack(c, f.lu, f.pivots, 0);
 }
 
 // lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True) -> (P, L, U)
-std::vector<Value> lower_lu_unpack(Ctx& c) { return unpack(c, c.tensor(0), c.tensor(1), 0); }
+std::vector<Value> lower_lu_unpack(Ctx& c) {
+  return unpack(c, c.tensor("LU_data"), c.tensor("LU_pivots"), 0);
+}
 
 // linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False)
 std::vector<Value> lower_linalg_lu_solve(Ctx& c) {
   ir::Shape batch = linalg::batch_of(c.out().shape);
-  Value lu = linalg::broadcast_batch(c.b, c.tensor(0), batch);
-  Value piv = linalg::broadcast_batch(c.b, c.tensor(1), batch, 1);
-  Value rhs = linalg::broadcast_batch(c.b, c.tensor(2), batch);
-  return {linalg::lu_solve(c.b, lu, piv, rhs, c.bool_arg(3), c.bool_arg(4))};
+  Value lu = linalg::broadcast_batch(c.b, c.tensor("LU"), batch);
+  Value piv = linalg::broadcast_batch(c.b, c.tensor("pivots"), batch, 1);
+  Value rhs = linalg::broadcast_batch(c.b, c.tensor("B"), batch);
+  return {linalg::lu_solve(c.b, lu, piv, rhs, c.bool_arg("left"), c.bool_arg("adjoint"))};
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::linalg_lu_factor_ex", lower_linalg_lu_factor_ex);
-TPU_LOWERING("aten::linalg_lu", lower_linalg_lu);
-TPU_LOWERING("aten::lu_unpack", lower_lu_unpack);
-TPU_LOWERING("aten::linalg_lu_solve", lower_linalg_lu_solve);
+TPU_LOWERING("aten::linalg_lu_factor_ex", lower_linalg_lu_factor_ex, reads({"A", "check_errors"}));
+TPU_LOWERING("aten::linalg_lu", lower_linalg_lu, reads({"A"}));
+TPU_LOWERING("aten::lu_unpack", lower_lu_unpack, reads({"LU_data", "LU_pivots"}));
+TPU_LOWERING("aten::linalg_lu_solve", lower_linalg_lu_solve, reads({"LU", "pivots", "B", "left", "adjoint"}));
 
 }  // namespace tpu::lowering

@@ -23,7 +23,7 @@ constexpr int kTaylorDegree = 18;
 
 std::vector<Value> lower_matrix_exp(Ctx& c) {
   ir::Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   linalg::require_real(x, "linalg.matrix_exp");
   const int r = x.rank();
   Value a = hlo::convert(b, x, DType::F64);
@@ -65,6 +65,6 @@ std::vector<Value> lower_matrix_exp(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::linalg_matrix_exp", lower_matrix_exp);
+TPU_LOWERING("aten::linalg_matrix_exp", lower_matrix_exp, reads({"self"}));
 
 }  // namespace tpu::lowering

@@ -154,9 +154,9 @@ using ir::Value;
 
 // linalg_qr(A, mode='reduced') -> (Q, R)
 std::vector<Value> lower_linalg_qr(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_qr");
-  Value a = c.tensor(0);
-  const std::string& mode = c.arg(1).s;
+  linalg::require_real(c.tensor("A"), "linalg_qr");
+  Value a = c.tensor("A");
+  const std::string& mode = c.arg("mode").s;
   int64_t m = a.dim(-2), n = a.dim(-1), k = std::min(m, n);
   if (a.type.numel() == 0) {
     // The identity is a valid Q for an empty A (e.g. 3x0 in complete mode), as on the CPU.
@@ -178,8 +178,8 @@ std::vector<Value> lower_linalg_qr(Ctx& c) {
 // linalg_householder_product(input, tau): the first n columns of H_0 ... H_{k-1}, the
 // reflectors stored below the diagonal of input as geqrf leaves them (orgqr).
 std::vector<Value> lower_linalg_householder_product(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_householder_product");
-  Value a = c.tensor(0), tau = c.tensor(1);
+  linalg::require_real(c.tensor("input"), "linalg_householder_product");
+  Value a = c.tensor("input"), tau = c.tensor("tau");
   if (c.out().numel() == 0) return {hlo::full(c.b, c.out(), 0)};
   ir::Shape batch = linalg::batch_of(c.out().shape);
   a = linalg::broadcast_batch(c.b, a, batch);
@@ -190,13 +190,13 @@ std::vector<Value> lower_linalg_householder_product(Ctx& c) {
 // ormqr(self, input2, input3, left=True, transpose=False): op(Q) C (left) or C op(Q), Q the
 // product of the reflectors in self / tau (input2), applied one by one without forming Q.
 std::vector<Value> lower_ormqr(Ctx& c) {
-  linalg::require_real(c.tensor(0), "ormqr");
+  linalg::require_real(c.tensor("self"), "ormqr");
   if (c.out().numel() == 0) return {hlo::full(c.b, c.out(), 0)};
   ir::Shape batch = linalg::batch_of(c.out().shape);
-  Value a = linalg::broadcast_batch(c.b, c.tensor(0), batch);
-  Value tau = linalg::broadcast_batch(c.b, c.tensor(1), batch, 1);
-  Value x = linalg::broadcast_batch(c.b, c.tensor(2), batch);
-  bool left = c.bool_arg(3), trans = c.bool_arg(4);
+  Value a = linalg::broadcast_batch(c.b, c.tensor("self"), batch);
+  Value tau = linalg::broadcast_batch(c.b, c.tensor("input2"), batch, 1);
+  Value x = linalg::broadcast_batch(c.b, c.tensor("input3"), batch);
+  bool left = c.bool_arg("left"), trans = c.bool_arg("transpose");
   int64_t k = tau.dim(-1);
   int r = x.rank();
   // Q = H_0 ... H_{k-1}: Q C and C Q^T apply the last reflector first.
@@ -224,8 +224,8 @@ std::vector<Value> lower_ormqr(Ctx& c) {
 // geqrf(self) -> (a, tau): LAPACK's compact QR, R on and above the diagonal and the Householder
 // reflectors below it, exactly what linalg::geqrf keeps.
 std::vector<Value> lower_geqrf(Ctx& c) {
-  linalg::require_real(c.tensor(0), "geqrf");
-  Value a = c.tensor(0);
+  linalg::require_real(c.tensor("self"), "geqrf");
+  Value a = c.tensor("self");
   if (a.type.numel() == 0) return {a, hlo::full(c.b, c.out(1), 0)};
   linalg::Householder f = linalg::geqrf(c.b, a);
   return {f.a, f.tau};
@@ -233,9 +233,9 @@ std::vector<Value> lower_geqrf(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::linalg_qr", lower_linalg_qr);
-TPU_LOWERING("aten::geqrf", lower_geqrf);
-TPU_LOWERING("aten::ormqr", lower_ormqr);
-TPU_LOWERING("aten::linalg_householder_product", lower_linalg_householder_product);
+TPU_LOWERING("aten::linalg_qr", lower_linalg_qr, reads({"A", "mode"}));
+TPU_LOWERING("aten::geqrf", lower_geqrf, reads({"self"}));
+TPU_LOWERING("aten::ormqr", lower_ormqr, reads({"self", "input2", "input3", "left", "transpose"}));
+TPU_LOWERING("aten::linalg_householder_product", lower_linalg_householder_product, reads({"input", "tau"}));
 
 }  // namespace tpu::lowering

@@ -25,13 +25,13 @@ Value scaled(Ctx& c, const Value& m, const Value& scale) {
 
 std::vector<Value> lower_scaled_mm(Ctx& c) {
   const ir::Type& out = c.out(0);
-  Value a = scaled(c, c.tensor(0), c.tensor(2));
-  Value b = scaled(c, c.tensor(1), c.tensor(3));
+  Value a = scaled(c, c.tensor("self"), c.tensor("scale_a"));
+  Value b = scaled(c, c.tensor("mat2"), c.tensor("scale_b"));
   Value r = hlo::dot_general(c.b, a, b, {}, {}, {1}, {0}, DType::F32);
-  if (c.has(4))
-    r = hlo::add(c.b, r, hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(4), DType::F32), r.shape()));
-  if (c.has(5) && (out.dtype == DType::F8E4M3FN || out.dtype == DType::F8E5M2)) {
-    Value s = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(5), DType::F32), {});
+  if (c.has("bias"))
+    r = hlo::add(c.b, r, hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor("bias"), DType::F32), r.shape()));
+  if (c.has("scale_result") && (out.dtype == DType::F8E4M3FN || out.dtype == DType::F8E5M2)) {
+    Value s = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("scale_result"), DType::F32), {});
     Value inv = hlo::div(c.b, hlo::constant(c.b, DType::F32, 1.0), s);
     r = hlo::mul(c.b, r, hlo::broadcast_in_dim(c.b, inv, r.shape(), {}));
   }
@@ -40,6 +40,7 @@ std::vector<Value> lower_scaled_mm(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_scaled_mm", lower_scaled_mm);
+TPU_LOWERING("aten::_scaled_mm", lower_scaled_mm,
+             reads({"self", "mat2", "scale_a", "scale_b", "bias", "scale_result"}));
 
 }  // namespace tpu::lowering

@@ -62,10 +62,10 @@ Value permute_cols(Builder& b, const Value& x, const Value& order) {
 
 // _linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None) -> (U, S, Vh)
 std::vector<Value> lower_linalg_svd(Ctx& c) {
-  linalg::require_real(c.tensor(0), "linalg_svd");
-  Value a = c.tensor(0);
-  bool full = c.bool_arg(1);
-  bool compute_uv = c.bool_arg(2);
+  linalg::require_real(c.tensor("A"), "linalg_svd");
+  Value a = c.tensor("A");
+  bool full = c.bool_arg("full_matrices");
+  bool compute_uv = c.bool_arg("compute_uv");
   int r = a.rank();
   int64_t m = a.dim(-2), n = a.dim(-1);
   auto ident_or_zero = [&](int k) {
@@ -143,6 +143,6 @@ std::vector<Value> lower_linalg_svd(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_linalg_svd", lower_linalg_svd);
+TPU_LOWERING("aten::_linalg_svd", lower_linalg_svd, reads({"A", "full_matrices", "compute_uv"}));
 
 }  // namespace tpu::lowering

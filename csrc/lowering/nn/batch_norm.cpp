@@ -60,8 +60,8 @@ BatchStats batch_stats(Builder& b, const Value& x) {
 }
 
 // (x - mean) * invstd * weight + bias, all in x's (accumulation) dtype.
-Value normalize(Ctx& c, const Value& x, const Value& mean, const Value& invstd, int weight_arg,
-                int bias_arg) {
+Value normalize(Ctx& c, const Value& x, const Value& mean, const Value& invstd, std::string_view weight_arg,
+                std::string_view bias_arg) {
   Builder& b = c.b;
   Value alpha = invstd;
   if (c.has(weight_arg)) alpha = hlo::mul(b, alpha, hlo::convert(b, c.tensor(weight_arg), x.dtype()));
@@ -92,9 +92,10 @@ struct TrainResult {
 };
 
 // Training-mode batch norm of args (input, weight, bias) with running stats at rm/rv (or -1).
-TrainResult train(Ctx& c, int rm, int rv, const Value& momentum, const Value& eps) {
+TrainResult train(Ctx& c, std::string_view mean_arg, std::string_view var_arg, const Value& momentum,
+                  const Value& eps) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("input");
   DType acc = reduce::acc_type(x.dtype());
   x = hlo::convert(b, x, acc);
   BatchStats s = batch_stats(b, x);
@@ -106,9 +107,9 @@ TrainResult train(Ctx& c, int rm, int rv, const Value& momentum, const Value& ep
   // CPU's reduced-precision path: a bf16/f16 input whose parameters are not float (is_mixed_type
   // in PyTorch's batch_norm.h). The statistics it returns keep the meta kernel's (float) dtype,
   // holding the rounded values.
-  DType narrow = c.tensor(0).dtype();
-  bool mixed =
-      (c.has(1) && c.tensor(1).dtype() == DType::F32) || (c.has(2) && c.tensor(2).dtype() == DType::F32);
+  DType narrow = c.tensor("input").dtype();
+  bool mixed = (c.has("weight") && c.tensor("weight").dtype() == DType::F32) ||
+               (c.has("bias") && c.tensor("bias").dtype() == DType::F32);
   if (precision::is_reduced(narrow) && !mixed) {
     auto round = [&](const Value& v) { return precision::round_to(b, v, narrow); };
     s.mean = round(s.mean);
@@ -118,51 +119,53 @@ TrainResult train(Ctx& c, int rm, int rv, const Value& momentum, const Value& ep
     Value v64 = hlo::convert(b, hlo::add(b, var, scalar_to(b, eps, acc, var.shape())), DType::F64);
     invstd = round(hlo::convert(b, hlo::unary(b, "stablehlo.rsqrt", v64), acc));
     Value alpha = invstd;
-    if (c.has(1)) alpha = hlo::mul(b, alpha, hlo::convert(b, c.tensor(1), acc));
+    if (c.has("weight")) alpha = hlo::mul(b, alpha, hlo::convert(b, c.tensor("weight"), acc));
     Value beta = hlo::neg(b, hlo::mul(b, s.mean, alpha));
-    if (c.has(2)) beta = hlo::add(b, hlo::convert(b, c.tensor(2), acc), beta);
+    if (c.has("bias")) beta = hlo::add(b, hlo::convert(b, c.tensor("bias"), acc), beta);
     auto wide = [&](const Value& v) { return hlo::convert(b, per_channel(b, v, x.shape()), DType::F64); };
     r.out = hlo::convert(b, hlo::add(b, hlo::mul(b, hlo::convert(b, x, DType::F64), wide(alpha)), wide(beta)),
                          acc);
   } else {
-    r.out = normalize(c, x, s.mean, invstd, 1, 2);
+    r.out = normalize(c, x, s.mean, invstd, "weight", "bias");
   }
   r.mean = s.mean;
   r.invstd = invstd;
-  if (rm >= 0) {
+  if (!mean_arg.empty()) {
     // n == 1 gives inf / nan, as on CPU.
     Value unbiased = hlo::div(b, s.var_sum, hlo::full(b, s.var_sum.type, s.n - 1));
-    r.running_mean = update(b, c.tensor(rm), s.mean, momentum);
-    r.running_var = update(b, c.tensor(rv), unbiased, momentum);
+    r.running_mean = update(b, c.tensor(mean_arg), s.mean, momentum);
+    r.running_var = update(b, c.tensor(var_arg), unbiased, momentum);
   }
   return r;
 }
 
-// Eval-mode batch norm with running stats rm/rv: (out, mean, invstd) in the accumulation dtype.
-std::vector<Value> eval(Ctx& c, int rm, int rv, const Value& eps) {
+// Eval-mode batch norm with the running stats mean_arg/var_arg: (out, mean, invstd) in the accumulation
+// dtype.
+std::vector<Value> eval(Ctx& c, std::string_view mean_arg, std::string_view var_arg, const Value& eps) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("input");
   DType acc = reduce::acc_type(x.dtype());
   x = hlo::convert(b, x, acc);
-  Value mean = hlo::convert(b, c.tensor(rm), acc);
-  Value invstd = eval_invstd(b, c.tensor(rv), eps, acc);
-  return {normalize(c, x, mean, invstd, 1, 2), mean, invstd};
+  Value mean = hlo::convert(b, c.tensor(mean_arg), acc);
+  Value invstd = eval_invstd(b, c.tensor(var_arg), eps, acc);
+  return {normalize(c, x, mean, invstd, "weight", "bias"), mean, invstd};
 }
 
 // _native_batch_norm_legit(input, weight?, bias?, running_mean!, running_var!, training,
 // momentum, eps): (running_mean, running_var) written, then (out, save_mean, save_invstd).
 std::vector<Value> lower_batch_norm_legit(Ctx& c) {
-  if (!c.bool_arg(5)) {
-    std::vector<Value> e = eval(c, 3, 4, c.tensor(7));
-    return {c.tensor(3), c.tensor(4), finish(c, e[0], 2), finish(c, e[1], 3), finish(c, e[2], 4)};
+  if (!c.bool_arg("training")) {
+    std::vector<Value> e = eval(c, "running_mean", "running_var", c.tensor("eps"));
+    return {c.tensor("running_mean"), c.tensor("running_var"), finish(c, e[0], 2), finish(c, e[1], 3),
+            finish(c, e[2], 4)};
   }
-  TrainResult r = train(c, 3, 4, c.tensor(6), c.tensor(7));
+  TrainResult r = train(c, "running_mean", "running_var", c.tensor("momentum"), c.tensor("eps"));
   return {r.running_mean, r.running_var, finish(c, r.out, 2), finish(c, r.mean, 3), finish(c, r.invstd, 4)};
 }
 
 // _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps)
 std::vector<Value> lower_batch_norm_legit_no_stats(Ctx& c) {
-  TrainResult r = train(c, -1, -1, c.tensor(4), c.tensor(5));
+  TrainResult r = train(c, {}, {}, c.tensor("momentum"), c.tensor("eps"));
   return {finish(c, r.out, 0), finish(c, r.mean, 1), finish(c, r.invstd, 2)};
 }
 
@@ -170,45 +173,46 @@ std::vector<Value> lower_batch_norm_legit_no_stats(Ctx& c) {
 // momentum, eps): save_mean / save_invstd are the running mean and 1 / sqrt(running_var + eps),
 // as PyTorch returns them on non-CPU devices.
 std::vector<Value> lower_batch_norm_no_training(Ctx& c) {
-  std::vector<Value> e = eval(c, 3, 4, c.tensor(6));
+  std::vector<Value> e = eval(c, "running_mean", "running_var", c.tensor("eps"));
   return {finish(c, e[0], 0), finish(c, e[1], 1), finish(c, e[2], 2)};
 }
 
 // _batch_norm_with_update(input, weight?, bias?, running_mean!, running_var!, momentum, eps)
 // -> (out, save_mean, save_invstd, reserve)
 std::vector<Value> lower_batch_norm_with_update(Ctx& c) {
-  TrainResult r = train(c, 3, 4, c.tensor(5), c.tensor(6));
+  TrainResult r = train(c, "running_mean", "running_var", c.tensor("momentum"), c.tensor("eps"));
   return {r.running_mean,       r.running_var,          finish(c, r.out, 2),
           finish(c, r.mean, 3), finish(c, r.invstd, 4), hlo::full(c.b, c.out(5), 0)};
 }
 
-// Shared backward: (grad_out, input, weight?, running_mean?, running_var?, save_mean?,
-// save_invstd?) at args 0..6, training flag, eps, output mask at `mask_arg`:
+// Shared backward of (grad_out, input, weight?, running_mean?, running_var?, save_mean?,
+// save_invstd?, ..., output_mask), given the training flag and eps:
 //   train: gx = (gy - mean(gy) - (x - mean) * invstd^2 * dot / n) * invstd * w
 //   eval:  gx = gy * invstd * w                 (invstd from the running variance)
 //   gw = dot * invstd, gb = sum(gy), with dot = sum(gy * (x - mean)).
-std::vector<Value> batch_norm_backward(Ctx& c, bool training, const Value& eps, int mask_arg) {
+std::vector<Value> batch_norm_backward(Ctx& c, bool training, const Value& eps) {
   Builder& b = c.b;
-  const auto& mask = c.ints(mask_arg);
+  const auto& mask = c.ints("output_mask");
   auto wanted = [&](size_t k) { return k >= mask.size() || mask[k] != 0; };
-  Value x = c.tensor(1);
+  Value x = c.tensor("input");
   DType acc = reduce::acc_type(x.dtype());
   x = hlo::convert(b, x, acc);
-  Value gy = hlo::convert(b, c.tensor(0), acc);
+  Value gy = hlo::convert(b, c.tensor("grad_out"), acc);
   std::vector<int64_t> dims = reduce_dims(x.rank());
   double n = static_cast<double>(reduce::count(x.shape(), dims));
   Value mean, invstd;
   if (training) {
-    mean = hlo::convert(b, c.tensor(5), acc);
-    invstd = hlo::convert(b, c.tensor(6), acc);
+    mean = hlo::convert(b, c.tensor("save_mean"), acc);
+    // batch_norm_backward calls it save_var, but it holds the saved invstd there too.
+    invstd = hlo::convert(b, c.tensor(c.declared_one_of({"save_invstd", "save_var"})), acc);
   } else {
-    mean = hlo::convert(b, c.tensor(3), acc);
-    invstd = eval_invstd(b, c.tensor(4), eps, acc);
+    mean = hlo::convert(b, c.tensor("running_mean"), acc);
+    invstd = eval_invstd(b, c.tensor("running_var"), eps, acc);
   }
   Value centered = hlo::sub(b, x, per_channel(b, mean, x.shape()));
   Value sum = reduce::sum(b, gy, dims);
   Value dot = reduce::sum(b, hlo::mul(b, gy, centered), dims);
-  Value w = c.has(2) ? hlo::convert(b, c.tensor(2), acc) : hlo::full(b, invstd.type, 1);
+  Value w = c.has("weight") ? hlo::convert(b, c.tensor("weight"), acc) : hlo::full(b, invstd.type, 1);
   std::vector<Value> out(3);
   if (wanted(0)) {
     Value scale = per_channel(b, hlo::mul(b, invstd, w), x.shape());
@@ -238,22 +242,31 @@ std::vector<Value> batch_norm_backward(Ctx& c, bool training, const Value& eps, 
 // native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?,
 // save_mean?, save_invstd?, train, eps, output_mask)
 std::vector<Value> lower_native_batch_norm_backward(Ctx& c) {
-  return batch_norm_backward(c, c.bool_arg(7), c.tensor(8), 9);
+  return batch_norm_backward(c, c.bool_arg("train"), c.tensor("eps"));
 }
 
 // batch_norm_backward(grad_out, input, weight, running_mean?, running_var?, save_mean?,
 // save_var?, update, eps, output_mask, reserve): save_var holds the saved invstd.
 std::vector<Value> lower_batch_norm_backward(Ctx& c) {
-  return batch_norm_backward(c, c.bool_arg(7), c.tensor(8), 9);
+  return batch_norm_backward(c, c.bool_arg("update"), c.tensor("eps"));
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::_native_batch_norm_legit", lower_batch_norm_legit);
-TPU_LOWERING("aten::_native_batch_norm_legit.no_stats", lower_batch_norm_legit_no_stats);
-TPU_LOWERING("aten::_native_batch_norm_legit_no_training", lower_batch_norm_no_training);
-TPU_LOWERING("aten::_batch_norm_with_update", lower_batch_norm_with_update);
-TPU_LOWERING("aten::native_batch_norm_backward", lower_native_batch_norm_backward);
-TPU_LOWERING("aten::batch_norm_backward", lower_batch_norm_backward);
+TPU_LOWERING("aten::_native_batch_norm_legit", lower_batch_norm_legit,
+             reads({"input", "weight", "bias", "running_mean", "running_var", "training", "momentum",
+                    "eps"}));
+TPU_LOWERING("aten::_native_batch_norm_legit.no_stats", lower_batch_norm_legit_no_stats,
+             reads({"input", "weight", "bias", "momentum", "eps"}));
+TPU_LOWERING("aten::_native_batch_norm_legit_no_training", lower_batch_norm_no_training,
+             reads({"input", "weight", "bias", "running_mean", "running_var", "eps"}));
+TPU_LOWERING("aten::_batch_norm_with_update", lower_batch_norm_with_update,
+             reads({"input", "weight", "bias", "running_mean", "running_var", "momentum", "eps"}));
+TPU_LOWERING("aten::native_batch_norm_backward", lower_native_batch_norm_backward,
+             reads({"grad_out", "input", "weight", "running_mean", "running_var", "save_mean", "save_invstd",
+                    "train", "eps", "output_mask"}));
+TPU_LOWERING("aten::batch_norm_backward", lower_batch_norm_backward,
+             reads({"grad_out", "input", "weight", "running_mean", "running_var", "save_mean", "save_var",
+                    "update", "eps", "output_mask"}));
 
 }  // namespace tpu::lowering

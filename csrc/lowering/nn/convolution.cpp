@@ -38,15 +38,15 @@ std::vector<int64_t> expand(const std::vector<int64_t>& v, size_t n, int64_t fil
   return v;
 }
 
-// Arguments (stride, padding, dilation, transposed, output_padding, groups) from index `first`.
-Params params(const Ctx& c, int first, size_t spatial) {
+// The arguments stride, padding, dilation, transposed, output_padding and groups.
+Params params(const Ctx& c, size_t spatial) {
   Params p;
-  p.stride = expand(c.ints(first), spatial, 1);
-  p.padding = expand(c.ints(first + 1), spatial, 0);
-  p.dilation = expand(c.ints(first + 2), spatial, 1);
-  p.transposed = c.bool_arg(first + 3);
-  p.output_padding = expand(c.ints(first + 4), spatial, 0);
-  p.groups = c.int_arg(first + 5);
+  p.stride = expand(c.ints("stride"), spatial, 1);
+  p.padding = expand(c.ints("padding"), spatial, 0);
+  p.dilation = expand(c.ints("dilation"), spatial, 1);
+  p.transposed = c.bool_arg("transposed");
+  p.output_padding = expand(c.ints("output_padding"), spatial, 0);
+  p.groups = c.int_arg("groups");
   return p;
 }
 
@@ -138,17 +138,17 @@ Shape spatial_of(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
 std::vector<Value> lower_convolution(Ctx& c) {
   Builder& b = c.b;
   DType t = compute_type(c.out().dtype);
-  Value x = hlo::convert(b, c.tensor(0), t);
-  Value w = hlo::convert(b, c.tensor(1), t);
-  Params p = params(c, 3, x.rank() - 2);
+  Value x = hlo::convert(b, c.tensor("input"), t);
+  Value w = hlo::convert(b, c.tensor("weight"), t);
+  Params p = params(c, x.rank() - 2);
   Value y;
   if (!p.transposed) {
     y = conv(b, x, w, p, symmetric(p.padding));
   } else {
     y = conv_input_grad(b, x, w, p, spatial_of(c.out().shape));
   }
-  if (c.has(2)) {
-    Value bias = hlo::convert(b, c.tensor(2), t);
+  if (c.has("bias")) {
+    Value bias = hlo::convert(b, c.tensor("bias"), t);
     y = hlo::add(b, y, hlo::broadcast_in_dim(b, bias, y.shape(), {1}));
   }
   return {finish(c, y, 0)};
@@ -158,13 +158,13 @@ std::vector<Value> lower_convolution(Ctx& c) {
 // transposed, output_padding, groups, output_mask) -> (grad_input, grad_weight, grad_bias)
 std::vector<Value> lower_convolution_backward(Ctx& c) {
   Builder& b = c.b;
-  const auto& mask = c.ints(9);
+  const auto& mask = c.ints("output_mask");
   auto wanted = [&](size_t k) { return k >= mask.size() || mask[k] != 0; };
-  DType t = compute_type(c.tensor(1).dtype());
-  Value gy = hlo::convert(b, c.tensor(0), t);
-  Value x = hlo::convert(b, c.tensor(1), t);
-  Value w = hlo::convert(b, c.tensor(2), t);
-  Params p = params(c, 3, x.rank() - 2);
+  DType t = compute_type(c.tensor("input").dtype());
+  Value gy = hlo::convert(b, c.tensor("grad_output"), t);
+  Value x = hlo::convert(b, c.tensor("input"), t);
+  Value w = hlo::convert(b, c.tensor("weight"), t);
+  Params p = params(c, x.rank() - 2);
   Shape in = spatial_of(x.shape()), ks = spatial_of(w.shape());
   std::vector<Value> out(3);
   if (wanted(0)) {
@@ -202,7 +202,11 @@ std::vector<Value> lower_convolution_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::convolution_overrideable", lower_convolution);
-TPU_LOWERING("aten::convolution_backward_overrideable", lower_convolution_backward);
+TPU_LOWERING("aten::convolution_overrideable", lower_convolution,
+             reads({"input", "weight", "bias", "stride", "padding", "dilation", "transposed",
+                    "output_padding", "groups"}));
+TPU_LOWERING("aten::convolution_backward_overrideable", lower_convolution_backward,
+             reads({"grad_output", "input", "weight", "stride", "padding", "dilation", "transposed",
+                    "output_padding", "groups", "output_mask"}));
 
 }  // namespace tpu::lowering

@@ -63,8 +63,8 @@ struct Problem {
   std::vector<int64_t> in_len, tg_len;
 };
 
-Problem setup(Ctx& c, int lp_arg, int tg_arg, int il_arg, int tl_arg, int blank_arg, int64_t sp,
-              DType dtype) {
+Problem setup(Ctx& c, std::string_view lp_arg, std::string_view tg_arg, std::string_view il_arg,
+              std::string_view tl_arg, std::string_view blank_arg, int64_t sp, DType dtype) {
   Problem p;
   Value lp = hlo::convert(c.b, c.tensor(lp_arg), dtype);
   p.batched = lp.rank() == 3;
@@ -177,7 +177,8 @@ Value neg_log_likelihood(ir::Builder& b, const Problem& p, const Value& alpha) {
 //   -> (neg_log_likelihood [N], log_alpha [N, T, S'])
 std::vector<Value> lower_ctc_loss(Ctx& c) {
   const int64_t sp = c.out(1).shape.back();
-  Problem p = setup(c, 0, 1, 2, 3, 4, sp, c.out(0).dtype);
+  Problem p =
+      setup(c, "log_probs", "targets", "input_lengths", "target_lengths", "blank", sp, c.out(0).dtype);
   Value alpha = forward_alpha(c.b, p);
   Value nll = neg_log_likelihood(c.b, p, alpha);
   return {hlo::reshape(c.b, nll, c.out(0).shape),
@@ -189,18 +190,19 @@ std::vector<Value> lower_ctc_loss(Ctx& c) {
 //   exp(lp) - exp(logsumexp_{s: l'_s = c}(alpha_t(s) + beta_t(s)) + nll - lp),
 // times grad[n]; zero past input_lengths[n] and, with zero_infinity, for infinite losses.
 std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
-  const Value& la_in = c.tensor(6);
+  const Value& la_in = c.tensor("log_alpha");
   const int64_t sp = la_in.shape().back();
   // alpha and beta stay in the input dtype, as on CPU (whose gradient is consistent with its
   // own rounded log_alpha and loss); the final log-sum and the difference of two nearly equal
   // exponentials are done in f64.
-  Problem p = setup(c, 1, 2, 3, 4, 7, sp, c.tensor(1).dtype());
-  const bool zero_infinity = c.bool_arg(8);
+  Problem p = setup(c, "log_probs", "targets", "input_lengths", "target_lengths", "blank", sp,
+                    c.tensor("log_probs").dtype());
+  const bool zero_infinity = c.bool_arg("zero_infinity");
   const DType dt = p.lp.dtype();
   Value alpha = hlo::convert(c.b, la_in, dt);
   if (alpha.rank() == 2) alpha = hlo::reshape(c.b, alpha, {1, alpha.shape()[0], alpha.shape()[1]});
   alpha = hlo::transpose(c.b, alpha, {1, 0, 2});  // [T, N, S']
-  Value nll = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(5), {p.n}), DType::F64);
+  Value nll = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("neg_log_likelihood"), {p.n}), DType::F64);
 
   // beta: started at t = T_n - 1 with the last two positions, -inf after it.
   Type ns{dt, {p.n, p.sp}};
@@ -262,7 +264,7 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
   Value grad =
       hlo::sub(c.b, hlo::unary(c.b, "stablehlo.exponential", lp),
                hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, hlo::add(c.b, lcab, nll_b), lp)));
-  Value gout = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(0), hi), {p.n});
+  Value gout = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("grad"), hi), {p.n});
   grad = hlo::mul(c.b, grad, hlo::broadcast_in_dim(c.b, gout, tnc, {1}));
   Value keep = hlo::broadcast_in_dim(c.b, p.time_ok, tnc, {0, 1});
   if (zero_infinity) {
@@ -275,7 +277,10 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_ctc_loss", lower_ctc_loss);
-TPU_LOWERING("aten::_ctc_loss_backward", lower_ctc_loss_backward);
+TPU_LOWERING("aten::_ctc_loss", lower_ctc_loss,
+             reads({"log_probs", "targets", "input_lengths", "target_lengths", "blank"}));
+TPU_LOWERING("aten::_ctc_loss_backward", lower_ctc_loss_backward,
+             reads({"grad", "log_probs", "targets", "input_lengths", "target_lengths", "neg_log_likelihood",
+                    "log_alpha", "blank", "zero_infinity"}));
 
 }  // namespace tpu::lowering

@@ -15,8 +15,8 @@ using ir::Value;
 // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): out = weight[indices].
 // padding_idx only affects the backward.
 std::vector<Value> lower_embedding(Ctx& c) {
-  const Value& weight = c.tensor(0);
-  const Value& indices = c.tensor(1);
+  const Value& weight = c.tensor("weight");
+  const Value& indices = c.tensor("indices");
   idx::require_in_range(c, indices, weight.shape()[0], false, "index out of range in self");
   Value ind = hlo::convert(c.b, indices, DType::I64);
   idx::GatherDims d;
@@ -35,13 +35,13 @@ std::vector<Value> lower_embedding(Ctx& c) {
 // dtype, so the scatter combines in that dtype too.
 std::vector<Value> lower_embedding_dense_backward(Ctx& c) {
   const ir::Type& out = c.out();
-  const Value& grad_out = c.tensor(0);
-  const int64_t num_weights = c.int_arg(2);
-  const int64_t padding_idx = c.int_arg(3);
-  const bool scale = c.bool_arg(4);
-  const int64_t n = c.tensor(1).type.numel();
+  const Value& grad_out = c.tensor("grad_output");
+  const int64_t num_weights = c.int_arg("num_weights");
+  const int64_t padding_idx = c.int_arg("padding_idx");
+  const bool scale = c.bool_arg("scale_grad_by_freq");
+  const int64_t n = c.tensor("indices").type.numel();
   const int64_t dim = out.shape.size() > 1 ? out.shape[1] : 1;
-  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(1), DType::I64), {n});
+  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
   Value grad = hlo::reshape(c.b, hlo::convert(c.b, grad_out, out.dtype), {n, dim});
   ir::Type rows{out.dtype, {n, dim}};
 
@@ -75,13 +75,13 @@ std::vector<Value> lower_embedding_dense_backward(Ctx& c) {
 // p-norm exceeds max_norm is scaled by max_norm / (norm + 1e-7), as the CPU kernel does (the
 // norm and scale computed in opmath). The in-place embedding_renorm_ reuses this lowering.
 std::vector<Value> lower_embedding_renorm(Ctx& c) {
-  const Value& self = c.tensor(0);
-  const double max_norm = c.arg(2).d;
-  const double p = c.arg(3).d;
+  const Value& self = c.tensor("self");
+  const double max_norm = c.arg("max_norm").d;
+  const double p = c.arg("norm_type").d;
   const int64_t rows = self.shape()[0];
   const int64_t dim = self.type.numel() / (rows > 0 ? rows : 1);
-  const int64_t n = c.tensor(1).type.numel();
-  idx::require_in_range(c, c.tensor(1), rows, false, "index out of range in self");
+  const int64_t n = c.tensor("indices").type.numel();
+  idx::require_in_range(c, c.tensor("indices"), rows, false, "index out of range in self");
   DType opmath = self.dtype() == DType::F16 || self.dtype() == DType::BF16 ? DType::F32 : self.dtype();
   Value x = hlo::convert(c.b, hlo::reshape(c.b, self, {rows, dim}), opmath);
   Value a = hlo::unary(c.b, "stablehlo.abs", x);
@@ -100,7 +100,7 @@ std::vector<Value> lower_embedding_renorm(Ctx& c) {
     norm = hlo::binary(c.b, "stablehlo.power", s, hlo::full(c.b, s.type, 1.0 / p));
   }
   // Which rows are referenced at all.
-  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(1), DType::I64), {n});
+  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
   Value hit = idx::scatter_along(c.b, hlo::full(c.b, ir::Type{DType::I64, {rows}}, 0), 0, ind,
                                  hlo::full(c.b, ir::Type{DType::I64, {n}}, 1), "stablehlo.maximum");
   Value over = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, hit, hlo::full(c.b, hit.type, 0), "GT"),
@@ -114,8 +114,10 @@ std::vector<Value> lower_embedding_renorm(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::embedding", lower_embedding);
-TPU_LOWERING("aten::embedding_dense_backward", lower_embedding_dense_backward);
-TPU_LOWERING("aten::embedding_renorm", lower_embedding_renorm, 0b1100);
+TPU_LOWERING("aten::embedding", lower_embedding, reads({"weight", "indices"}));
+TPU_LOWERING("aten::embedding_dense_backward", lower_embedding_dense_backward,
+             reads({"grad_output", "indices", "num_weights", "padding_idx", "scale_grad_by_freq"}));
+TPU_LOWERING("aten::embedding_renorm", lower_embedding_renorm,
+             reads({"self", "indices"}, {"max_norm", "norm_type"}));
 
 }  // namespace tpu::lowering

@@ -81,25 +81,25 @@ Value used_mask(ir::Builder& b, const Value& ind, const Value& bag, int64_t num_
 // _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
 // include_last_offset, padding_idx) -> (output, offset2bag, bag_size, max_indices).
 std::vector<Value> lower_embedding_bag(Ctx& c) {
-  const Value& weight = c.tensor(0);
+  const Value& weight = c.tensor("weight");
   const int64_t vocab = weight.shape()[0];
   const int64_t dim = weight.shape()[1];
-  const int64_t mode = c.int_arg(4);
-  const int64_t padding_idx = c.int_arg(8);
-  const int64_t n = c.tensor(1).type.numel();
-  const int64_t k = c.tensor(2).type.numel();
+  const int64_t mode = c.int_arg("mode");
+  const int64_t padding_idx = c.int_arg("padding_idx");
+  const int64_t n = c.tensor("indices").type.numel();
+  const int64_t k = c.tensor("offsets").type.numel();
   const int64_t num_bags = c.out(0).shape[0];
   const DType out_dtype = c.out(0).dtype;
   const DType acc = ew::opmath(out_dtype);
-  idx::require_in_range(c, c.tensor(1), vocab, false, "index out of range in self");
+  idx::require_in_range(c, c.tensor("indices"), vocab, false, "index out of range in self");
 
-  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(1), DType::I64), {n});
-  Value bag = offset_to_bag(c.b, hlo::reshape(c.b, c.tensor(2), {k}), n, k);
+  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
+  Value bag = offset_to_bag(c.b, hlo::reshape(c.b, c.tensor("offsets"), {k}), n, k);
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);
   Value bag_c = clamp_index(c.b, bag, num_bags);
   Value rows = hlo::convert(c.b, take_rows(c.b, weight, clamp_index(c.b, ind, vocab)), acc);
-  if (c.has(6)) {
-    Value psw = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(6), {n}), acc);
+  if (c.has("per_sample_weights")) {
+    Value psw = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("per_sample_weights"), {n}), acc);
     rows = hlo::mul(c.b, rows, bcast_rows(c.b, psw, dim));
   }
   Value used_rows = bcast_rows(c.b, used, dim);
@@ -144,29 +144,24 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
           hlo::convert(c.b, counts, c.out(2).dtype), max_indices};
 }
 
-// Argument positions of the backward's inputs: _embedding_bag_backward has `offsets` and
-// `sparse` that _embedding_bag_dense_backward lacks.
-struct BackwardArgs {
-  int grad, indices, offset2bag, bag_size, max_indices, num_weights, scale, mode, psw, padding_idx;
-};
-
-std::vector<Value> embedding_bag_backward(Ctx& c, const BackwardArgs& a) {
+// Both backward ops: _embedding_bag_backward's `offsets` and `sparse` are not needed here.
+std::vector<Value> lower_embedding_bag_backward(Ctx& c) {
   const ir::Type& out = c.out();
-  const int64_t num_weights = c.int_arg(a.num_weights);
-  const int64_t mode = c.int_arg(a.mode);
-  const int64_t padding_idx = c.int_arg(a.padding_idx);
-  const bool scale = c.bool_arg(a.scale);
-  const Value& grad_v = c.tensor(a.grad);
+  const int64_t num_weights = c.int_arg("num_weights");
+  const int64_t mode = c.int_arg("mode");
+  const int64_t padding_idx = c.int_arg("padding_idx");
+  const bool scale = c.bool_arg("scale_grad_by_freq");
+  const Value& grad_v = c.tensor("grad");
   const int64_t num_bags = grad_v.shape()[0];
   const int64_t dim = grad_v.shape()[1];
-  const int64_t n = c.tensor(a.indices).type.numel();
+  const int64_t n = c.tensor("indices").type.numel();
   const DType acc = ew::opmath(out.dtype);
   Value grad = hlo::convert(c.b, grad_v, acc);
   Type table{acc, {num_weights, dim}};
 
   if (mode == kModeMax) {
     // grad_weight[max_indices[b, d], d] += grad[b, d] for every non-empty bag.
-    Value mi = hlo::convert(c.b, c.tensor(a.max_indices), DType::I64);
+    Value mi = hlo::convert(c.b, c.tensor("maximum_indices"), DType::I64);
     Value found = hlo::compare(c.b, mi, hlo::full(c.b, mi.type, 0), "GE");
     Value g = hlo::select(c.b, found, grad, hlo::full(c.b, grad.type, 0));
     Value r = idx::scatter_elements(c.b, hlo::full(c.b, table, 0), clamp_index(c.b, mi, num_weights), 0, g,
@@ -174,16 +169,17 @@ std::vector<Value> embedding_bag_backward(Ctx& c, const BackwardArgs& a) {
     return {hlo::convert(c.b, r, out.dtype)};
   }
 
-  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(a.indices), DType::I64), {n});
-  Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(a.offset2bag), {n}), DType::I64);
+  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
+  Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("offset2bag"), {n}), DType::I64);
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);
   Value bag_c = clamp_index(c.b, bag, num_bags);
   Value rows = take_rows(c.b, grad, bag_c);
   // Per-index scale: per_sample_weights, 1 / bag size (mean), 1 / frequency of the index.
   Value factor = hlo::full(c.b, Type{acc, {n}}, 1);
-  if (c.has(a.psw)) factor = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(a.psw), {n}), acc);
+  if (c.has("per_sample_weights"))
+    factor = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("per_sample_weights"), {n}), acc);
   if (mode == kModeMean) {
-    Value size = take(c.b, hlo::convert(c.b, c.tensor(a.bag_size), DType::I64), bag_c);
+    Value size = take(c.b, hlo::convert(c.b, c.tensor("bag_size"), DType::I64), bag_c);
     size = hlo::max(c.b, size, hlo::full(c.b, size.type, 1));
     factor = hlo::div(c.b, factor, hlo::convert(c.b, size, acc));
   }
@@ -199,29 +195,17 @@ std::vector<Value> embedding_bag_backward(Ctx& c, const BackwardArgs& a) {
   return {hlo::convert(c.b, r, out.dtype)};
 }
 
-// _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices,
-// num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx)
-std::vector<Value> lower_embedding_bag_backward(Ctx& c) {
-  return embedding_bag_backward(c, {0, 1, 3, 4, 5, 6, 7, 8, 10, 11});
-}
-
-// _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices,
-// num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx)
-std::vector<Value> lower_embedding_bag_dense_backward(Ctx& c) {
-  return embedding_bag_backward(c, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-}
-
 // _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode,
 // padding_idx): d out / d psw[i] = <grad[bag(i)], weight[indices[i]]> (0 for padding).
 std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
-  const Value& grad_v = c.tensor(0);
-  const Value& weight = c.tensor(1);
+  const Value& grad_v = c.tensor("grad");
+  const Value& weight = c.tensor("weight");
   const int64_t num_bags = grad_v.shape()[0];
-  const int64_t n = c.tensor(2).type.numel();
-  const int64_t padding_idx = c.int_arg(6);
+  const int64_t n = c.tensor("indices").type.numel();
+  const int64_t padding_idx = c.int_arg("padding_idx");
   const DType acc = ew::opmath(c.out().dtype);
-  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(2), DType::I64), {n});
-  Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(4), {n}), DType::I64);
+  Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
+  Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("offset2bag"), {n}), DType::I64);
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);
   Value g = take_rows(c.b, hlo::convert(c.b, grad_v, acc), clamp_index(c.b, bag, num_bags));
   Value w = hlo::convert(c.b, take_rows(c.b, weight, clamp_index(c.b, ind, weight.shape()[0])), acc);
@@ -232,10 +216,17 @@ std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_embedding_bag", lower_embedding_bag);
-TPU_LOWERING("aten::_embedding_bag_forward_only", lower_embedding_bag);
-TPU_LOWERING("aten::_embedding_bag_backward", lower_embedding_bag_backward);
-TPU_LOWERING("aten::_embedding_bag_dense_backward", lower_embedding_bag_dense_backward);
-TPU_LOWERING("aten::_embedding_bag_per_sample_weights_backward", lower_embedding_bag_psw_backward);
+TPU_LOWERING("aten::_embedding_bag", lower_embedding_bag,
+             reads({"weight", "indices", "offsets", "mode", "per_sample_weights", "padding_idx"}));
+TPU_LOWERING("aten::_embedding_bag_forward_only", lower_embedding_bag,
+             reads({"weight", "indices", "offsets", "mode", "per_sample_weights", "padding_idx"}));
+TPU_LOWERING("aten::_embedding_bag_backward", lower_embedding_bag_backward,
+             reads({"grad", "indices", "offset2bag", "bag_size", "maximum_indices", "num_weights",
+                    "scale_grad_by_freq", "mode", "per_sample_weights", "padding_idx"}));
+TPU_LOWERING("aten::_embedding_bag_dense_backward", lower_embedding_bag_backward,
+             reads({"grad", "indices", "offset2bag", "bag_size", "maximum_indices", "num_weights",
+                    "scale_grad_by_freq", "mode", "per_sample_weights", "padding_idx"}));
+TPU_LOWERING("aten::_embedding_bag_per_sample_weights_backward", lower_embedding_bag_psw_backward,
+             reads({"grad", "weight", "indices", "offset2bag", "padding_idx"}));
 
 }  // namespace tpu::lowering

@@ -46,9 +46,9 @@ Value interval_starts(Builder& b, const Value& u, int64_t in, int64_t out, int64
 // (values, indices) of fractional_max_poolNd(self, kernel_size, output_size, random_samples).
 std::vector<Value> lower_fractional_max_pool(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
-  const std::vector<int64_t>& kernel = c.ints(1);
-  const std::vector<int64_t>& out_size = c.ints(2);
+  Value x = c.tensor("self");
+  const std::vector<int64_t>& kernel = c.ints("kernel_size");
+  const std::vector<int64_t>& out_size = c.ints("output_size");
   const int d = static_cast<int>(kernel.size());
   const bool batched = x.rank() == d + 2;
   if (!batched)
@@ -59,7 +59,7 @@ std::vector<Value> lower_fractional_max_pool(Ctx& c) {
     }());
   const int64_t n = x.dim(0), ch = x.dim(1);
   Shape in_sp(x.shape().begin() + 2, x.shape().end());
-  Value samples = hlo::convert(b, c.tensor(3), x.dtype());
+  Value samples = hlo::convert(b, c.tensor("random_samples"), x.dtype());
   // Sample index per spatial dimension: 2d reads [1] for H and [0] for W; 3d reads T, H, W in order.
   std::vector<int64_t> sample_of = d == 2 ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1, 2};
   int64_t plane = 1, out_plane = 1;
@@ -102,14 +102,14 @@ std::vector<Value> lower_fractional_max_pool(Ctx& c) {
 std::vector<Value> lower_fractional_max_pool_backward(Ctx& c) {
   Builder& b = c.b;
   const ir::Type& out = c.out();
-  const int d = static_cast<int>(c.ints(2).size());
+  const int d = static_cast<int>(c.ints("kernel_size").size());
   const bool batched = out.rank() == d + 2;
   const int64_t n = batched ? out.shape[0] : 1, ch = out.shape[batched ? 1 : 0];
   const int64_t plane = out.numel() / std::max<int64_t>(n * ch, 1);
-  Value g = c.tensor(0);
+  Value g = c.tensor("grad_output");
   const int64_t out_plane = g.type.numel() / std::max<int64_t>(n * ch, 1);
   g = hlo::reshape(b, g, {n, ch, out_plane});
-  Value at = hlo::reshape(b, c.tensor(4), {n, ch, out_plane});
+  Value at = hlo::reshape(b, c.tensor("indices"), {n, ch, out_plane});
   Value zeros = hlo::full(b, Type{g.dtype(), {n, ch, plane}}, 0);
   Value r = idx::scatter_elements(b, zeros, at, 2, g, "stablehlo.add");
   return {hlo::convert(b, hlo::reshape(b, r, out.shape), out.dtype)};
@@ -117,9 +117,13 @@ std::vector<Value> lower_fractional_max_pool_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::fractional_max_pool2d", lower_fractional_max_pool);
-TPU_LOWERING("aten::fractional_max_pool3d", lower_fractional_max_pool);
-TPU_LOWERING("aten::fractional_max_pool2d_backward", lower_fractional_max_pool_backward);
-TPU_LOWERING("aten::fractional_max_pool3d_backward", lower_fractional_max_pool_backward);
+TPU_LOWERING("aten::fractional_max_pool2d", lower_fractional_max_pool,
+             reads({"self", "kernel_size", "output_size", "random_samples"}));
+TPU_LOWERING("aten::fractional_max_pool3d", lower_fractional_max_pool,
+             reads({"self", "kernel_size", "output_size", "random_samples"}));
+TPU_LOWERING("aten::fractional_max_pool2d_backward", lower_fractional_max_pool_backward,
+             reads({"grad_output", "kernel_size", "indices"}));
+TPU_LOWERING("aten::fractional_max_pool3d_backward", lower_fractional_max_pool_backward,
+             reads({"grad_output", "kernel_size", "indices"}));
 
 }  // namespace tpu::lowering

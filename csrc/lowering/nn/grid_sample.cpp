@@ -183,16 +183,16 @@ struct Sampler {
   bool cubic = false;
 };
 
-Sampler make_sampler(Ctx& c, const Value& input, const Value& grid, DType t, int mode_arg) {
+Sampler make_sampler(Ctx& c, const Value& input, const Value& grid, DType t) {
   Builder& b = c.b;
   Sampler s;
   s.n = input.rank() - 2;
   s.channels = input.dim(1);
   s.in_spatial = Shape(input.shape().begin() + 2, input.shape().end());
   s.o = Shape(grid.shape().begin(), grid.shape().end() - 1);
-  const int mode = static_cast<int>(c.int_arg(mode_arg));
-  const int64_t padding = c.int_arg(mode_arg + 1);
-  const bool align = c.bool_arg(mode_arg + 2);
+  const int mode = static_cast<int>(c.int_arg("interpolation_mode"));
+  const int64_t padding = c.int_arg("padding_mode");
+  const bool align = c.bool_arg("align_corners");
   s.cubic = mode == kBicubic;
   if (mode == kBicubic && s.n != 2)
     throw std::invalid_argument("grid_sampler_3d: bicubic interpolation only supports 4D input");
@@ -299,8 +299,8 @@ std::vector<Value> lower_grid_sampler(Ctx& c) {
   // each product and partial sum), which per-op rounding reproduces exactly.
   const DType t = c.out().dtype;
   ew::require_real(t);
-  Value x = hlo::convert(b, c.tensor(0), t);
-  Sampler s = make_sampler(c, x, c.tensor(1), t, 2);
+  Value x = hlo::convert(b, c.tensor("input"), t);
+  Sampler s = make_sampler(c, x, c.tensor("grid"), t);
   Value xl = channels_last(b, x);
   Shape vs = with_channels(s.o, s.channels);
   auto bc = [&](const Value& w) {
@@ -392,14 +392,14 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
   Builder& b = c.b;
   const DType t = ew::opmath(c.out(1).dtype);
   ew::require_real(t);
-  const auto& mask = c.ints(6);
+  const auto& mask = c.ints("output_mask");
   auto wanted = [&](size_t k) { return k >= mask.size() || mask[k] != 0; };
-  Value x = hlo::convert(b, c.tensor(1), t);
-  Sampler s = make_sampler(c, x, c.tensor(2), t, 3);
-  const bool nearest = c.int_arg(3) == kNearest;
+  Value x = hlo::convert(b, c.tensor("input"), t);
+  Sampler s = make_sampler(c, x, c.tensor("grid"), t);
+  const bool nearest = c.int_arg("interpolation_mode") == kNearest;
   const int orank = static_cast<int>(s.o.size());
   // gy [N, C, O...] -> [N, O..., C]
-  Value gy = hlo::convert(b, c.tensor(0), t);
+  Value gy = hlo::convert(b, c.tensor("grad_output"), t);
   std::vector<int64_t> perm = {0};
   for (int k = 2; k < gy.rank(); ++k) perm.push_back(k);
   perm.push_back(1);
@@ -471,9 +471,15 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::grid_sampler_2d", lower_grid_sampler);
-TPU_LOWERING("aten::grid_sampler_3d", lower_grid_sampler);
-TPU_LOWERING("aten::grid_sampler_2d_backward", lower_grid_sampler_backward);
-TPU_LOWERING("aten::grid_sampler_3d_backward", lower_grid_sampler_backward);
+TPU_LOWERING("aten::grid_sampler_2d", lower_grid_sampler,
+             reads({"input", "grid", "interpolation_mode", "padding_mode", "align_corners"}));
+TPU_LOWERING("aten::grid_sampler_3d", lower_grid_sampler,
+             reads({"input", "grid", "interpolation_mode", "padding_mode", "align_corners"}));
+TPU_LOWERING("aten::grid_sampler_2d_backward", lower_grid_sampler_backward,
+             reads({"grad_output", "input", "grid", "interpolation_mode", "padding_mode", "align_corners",
+                    "output_mask"}));
+TPU_LOWERING("aten::grid_sampler_3d_backward", lower_grid_sampler_backward,
+             reads({"grad_output", "input", "grid", "interpolation_mode", "padding_mode", "align_corners",
+                    "output_mask"}));
 
 }  // namespace tpu::lowering

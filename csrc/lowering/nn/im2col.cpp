@@ -21,21 +21,21 @@ struct Geometry {
   int64_t kh, kw, dh, dw, ph, pw, sh, sw;
 };
 
-Geometry geometry(const Ctx& c, int first) {
-  const auto& k = c.ints(first);
-  const auto& d = c.ints(first + 1);
-  const auto& p = c.ints(first + 2);
-  const auto& s = c.ints(first + 3);
+Geometry geometry(const Ctx& c) {
+  const auto& k = c.ints("kernel_size");
+  const auto& d = c.ints("dilation");
+  const auto& p = c.ints("padding");
+  const auto& s = c.ints("stride");
   return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]};
 }
 
 // im2col(self, kernel_size, dilation, padding, stride)
 std::vector<Value> lower_im2col(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   const bool batched = x.rank() == 4;
   if (!batched) x = hlo::reshape(b, x, {1, x.dim(0), x.dim(1), x.dim(2)});
-  Geometry g = geometry(c, 1);
+  Geometry g = geometry(c);
   const int64_t n = x.dim(0), ch = x.dim(1);
   Value xp = hlo::pad(b, x, hlo::constant(b, x.dtype(), 0), {0, 0, g.ph, g.pw}, {0, 0, g.ph, g.pw});
   const int64_t oh = (xp.dim(2) - g.dh * (g.kh - 1) - 1) / g.sh + 1;
@@ -56,10 +56,10 @@ std::vector<Value> lower_im2col(Ctx& c) {
 std::vector<Value> lower_col2im(Ctx& c) {
   Builder& b = c.b;
   const DType out_dtype = c.out().dtype;
-  Value cols = hlo::convert(b, c.tensor(0), reduce::acc_type(out_dtype));
+  Value cols = hlo::convert(b, c.tensor("self"), reduce::acc_type(out_dtype));
   if (cols.rank() == 2) cols = hlo::reshape(b, cols, {1, cols.dim(0), cols.dim(1)});
-  const int64_t h = c.ints(1)[0], w = c.ints(1)[1];
-  Geometry g = geometry(c, 2);
+  const int64_t h = c.ints("output_size")[0], w = c.ints("output_size")[1];
+  Geometry g = geometry(c);
   const int64_t n = cols.dim(0), ch = cols.dim(1) / (g.kh * g.kw);
   const int64_t hp = h + 2 * g.ph, wp = w + 2 * g.pw;
   const int64_t oh = (hp - g.dh * (g.kh - 1) - 1) / g.sh + 1;
@@ -83,7 +83,8 @@ std::vector<Value> lower_col2im(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::im2col", lower_im2col);
-TPU_LOWERING("aten::col2im", lower_col2im);
+TPU_LOWERING("aten::im2col", lower_im2col, reads({"self", "kernel_size", "dilation", "padding", "stride"}));
+TPU_LOWERING("aten::col2im", lower_col2im,
+             reads({"self", "output_size", "kernel_size", "dilation", "padding", "stride"}));
 
 }  // namespace tpu::lowering

@@ -21,14 +21,14 @@ Value finish(Ctx& c, const Value& v, int k) {
 }
 
 // Whether output k of a backward op is requested (bool[3] output_mask argument i).
-bool wanted(const Ctx& c, int i, int k) {
-  if (!c.has(i) || c.arg(i).kind != Arg::Kind::IntList) return true;
-  const auto& m = c.ints(i);
+bool wanted(const Ctx& c, std::string_view name, int k) {
+  if (!c.has(name) || c.arg(name).kind != Arg::Kind::IntList) return true;
+  const auto& m = c.ints(name);
   return k >= static_cast<int>(m.size()) || m[k] != 0;
 }
 
 // Results of a backward op: value k when requested, else zeros of its meta type.
-std::vector<Value> backward_results(Ctx& c, int mask_arg, const std::vector<Value>& vs) {
+std::vector<Value> backward_results(Ctx& c, std::string_view mask_arg, const std::vector<Value>& vs) {
   std::vector<Value> out;
   for (size_t k = 0; k < c.out_types.size() && k < vs.size(); ++k) {
     bool ok = vs[k].valid() && wanted(c, mask_arg, static_cast<int>(k));
@@ -70,13 +70,13 @@ std::vector<int64_t> range(int64_t lo, int64_t hi) {
 // native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
 std::vector<Value> lower_layer_norm(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("input");
   DType acc = reduce::acc_type(x.dtype());
   x = hlo::convert(b, x, acc);
-  int64_t axis = x.rank() - static_cast<int64_t>(c.ints(1).size());
+  int64_t axis = x.rank() - static_cast<int64_t>(c.ints("normalized_shape").size());
   std::vector<int64_t> dims = range(axis, x.rank());
-  bool reduced = acc != c.tensor(0).dtype();
-  Stats s = stats(b, x, dims, c.tensor(4), reduced);
+  bool reduced = acc != c.tensor("input").dtype();
+  Stats s = stats(b, x, dims, c.tensor("eps"), reduced);
   Value y;
   if (reduced) {
     // bf16/f16: CPU normalises as fma(x, rstd, -mean * rstd) in float, which for a tiny
@@ -92,14 +92,16 @@ std::vector<Value> lower_layer_norm(Ctx& c) {
     y = hlo::mul(b, hlo::sub(b, x, reduce::expand_back(b, s.mean, x.shape(), dims)),
                  reduce::expand_back(b, s.rstd, x.shape(), dims));
   }
-  if (c.has(2)) y = hlo::mul(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor(2), acc), x.shape()));
-  if (c.has(3)) y = hlo::add(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor(3), acc), x.shape()));
+  if (c.has("weight"))
+    y = hlo::mul(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor("weight"), acc), x.shape()));
+  if (c.has("bias"))
+    y = hlo::add(b, y, hlo::broadcast_to(b, hlo::convert(b, c.tensor("bias"), acc), x.shape()));
   // CPU stores a bf16/f16 input's statistics in that dtype unless a parameter is float
   // (is_mixed_type); the results keep the meta kernel's float dtype with the rounded values, which
   // the backward then reads as CPU's does.
-  bool mixed =
-      (c.has(2) && c.tensor(2).dtype() == DType::F32) || (c.has(3) && c.tensor(3).dtype() == DType::F32);
-  DType stored = mixed ? acc : c.tensor(0).dtype();
+  bool mixed = (c.has("weight") && c.tensor("weight").dtype() == DType::F32) ||
+               (c.has("bias") && c.tensor("bias").dtype() == DType::F32);
+  DType stored = mixed ? acc : c.tensor("input").dtype();
   return {finish(c, y, 0), finish(c, precision::round_to(b, s.mean, stored), 1),
           finish(c, precision::round_to(b, s.rstd, stored), 2)};
 }
@@ -111,53 +113,55 @@ std::vector<Value> lower_layer_norm(Ctx& c) {
 //   dw = sum_batch(g * xhat), db = sum_batch(g)
 std::vector<Value> lower_layer_norm_backward(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(1);
+  Value x = c.tensor("input");
   DType acc = reduce::acc_type(x.dtype());
   x = hlo::convert(b, x, acc);
-  Value g = hlo::convert(b, c.tensor(0), acc);
-  int64_t axis = x.rank() - static_cast<int64_t>(c.ints(2).size());
+  Value g = hlo::convert(b, c.tensor("grad_out"), acc);
+  int64_t axis = x.rank() - static_cast<int64_t>(c.ints("normalized_shape").size());
   std::vector<int64_t> dims = range(axis, x.rank()), batch = range(0, axis);
   double n = static_cast<double>(reduce::count(x.shape(), dims));
-  Value mean = hlo::broadcast_to(b, hlo::convert(b, c.tensor(3), acc), x.shape());
-  Value rstd = hlo::broadcast_to(b, hlo::convert(b, c.tensor(4), acc), x.shape());
+  Value mean = hlo::broadcast_to(b, hlo::convert(b, c.tensor("mean"), acc), x.shape());
+  Value rstd = hlo::broadcast_to(b, hlo::convert(b, c.tensor("rstd"), acc), x.shape());
   Value xhat = hlo::mul(b, hlo::sub(b, x, mean), rstd);
   Value dxhat =
-      c.has(5) ? hlo::mul(b, g, hlo::broadcast_to(b, hlo::convert(b, c.tensor(5), acc), x.shape())) : g;
+      c.has("weight")
+          ? hlo::mul(b, g, hlo::broadcast_to(b, hlo::convert(b, c.tensor("weight"), acc), x.shape()))
+          : g;
   auto mean_back = [&](const Value& v) {
     Value s = reduce::sum(b, v, dims);
     s = hlo::div(b, s, hlo::full(b, s.type, n));
     return reduce::expand_back(b, s, x.shape(), dims);
   };
   Value dx;
-  if (wanted(c, 7, 0)) {
+  if (wanted(c, "output_mask", 0)) {
     Value inner = hlo::sub(b, hlo::sub(b, dxhat, mean_back(dxhat)),
                            hlo::mul(b, xhat, mean_back(hlo::mul(b, dxhat, xhat))));
     dx = hlo::mul(b, rstd, inner);
   }
   Value dw, db;
-  if (c.has(5) && wanted(c, 7, 1)) dw = reduce::sum(b, hlo::mul(b, g, xhat), batch);
-  if (c.has(6) && wanted(c, 7, 2)) db = reduce::sum(b, g, batch);
-  return backward_results(c, 7, {dx, dw, db});
+  if (c.has("weight") && wanted(c, "output_mask", 1)) dw = reduce::sum(b, hlo::mul(b, g, xhat), batch);
+  if (c.has("bias") && wanted(c, "output_mask", 2)) db = reduce::sum(b, g, batch);
+  return backward_results(c, "output_mask", {dx, dw, db});
 }
 
 // native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd);
 // statistics per (sample, group) over C/group channels and the spatial positions.
 std::vector<Value> lower_group_norm(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("input");
   DType acc = reduce::acc_type(x.dtype());
-  int64_t n = c.int_arg(3), ch = c.int_arg(4), hw = c.int_arg(5), g = c.int_arg(6);
+  int64_t n = c.int_arg("N"), ch = c.int_arg("C"), hw = c.int_arg("HxW"), g = c.int_arg("group");
   Shape s4 = {n, g, ch / g, hw};
   Value x4 = hlo::reshape(b, hlo::convert(b, x, acc), s4);
-  Stats s = stats(b, x4, {2, 3}, c.tensor(7));
+  Stats s = stats(b, x4, {2, 3}, c.tensor("eps"));
   Value y = hlo::mul(b, hlo::sub(b, x4, hlo::broadcast_in_dim(b, s.mean, s4, {0, 1})),
                      hlo::broadcast_in_dim(b, s.rstd, s4, {0, 1}));
-  auto per_channel = [&](int i) {
-    Value v = hlo::reshape(b, hlo::convert(b, c.tensor(i), acc), {g, ch / g});
+  auto per_channel = [&](std::string_view name) {
+    Value v = hlo::reshape(b, hlo::convert(b, c.tensor(name), acc), {g, ch / g});
     return hlo::broadcast_in_dim(b, v, s4, {1, 2});
   };
-  if (c.has(1)) y = hlo::mul(b, y, per_channel(1));
-  if (c.has(2)) y = hlo::add(b, y, per_channel(2));
+  if (c.has("weight")) y = hlo::mul(b, y, per_channel("weight"));
+  if (c.has("bias")) y = hlo::add(b, y, per_channel("bias"));
   return {finish(c, y, 0), finish(c, s.mean, 1), finish(c, s.rstd, 2)};
 }
 
@@ -165,21 +169,21 @@ std::vector<Value> lower_group_norm(Ctx& c) {
 // output_mask): the layer-norm formulas per (sample, group), with dw/db summed per channel.
 std::vector<Value> lower_group_norm_backward(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(1);
+  Value x = c.tensor("input");
   DType acc = reduce::acc_type(x.dtype());
-  int64_t n = c.int_arg(5), ch = c.int_arg(6), hw = c.int_arg(7), g = c.int_arg(8);
+  int64_t n = c.int_arg("N"), ch = c.int_arg("C"), hw = c.int_arg("HxW"), g = c.int_arg("group");
   Shape s4 = {n, g, ch / g, hw};
   Value x4 = hlo::reshape(b, hlo::convert(b, x, acc), s4);
-  Value g4 = hlo::reshape(b, hlo::convert(b, c.tensor(0), acc), s4);
-  auto per_group = [&](int i) {
-    Value v = hlo::reshape(b, hlo::convert(b, c.tensor(i), acc), {n, g});
+  Value g4 = hlo::reshape(b, hlo::convert(b, c.tensor("grad_out"), acc), s4);
+  auto per_group = [&](std::string_view name) {
+    Value v = hlo::reshape(b, hlo::convert(b, c.tensor(name), acc), {n, g});
     return hlo::broadcast_in_dim(b, v, s4, {0, 1});
   };
-  Value rstd = per_group(3);
-  Value xhat = hlo::mul(b, hlo::sub(b, x4, per_group(2)), rstd);
+  Value rstd = per_group("rstd");
+  Value xhat = hlo::mul(b, hlo::sub(b, x4, per_group("mean")), rstd);
   Value dxhat = g4;
-  if (c.has(4)) {
-    Value w = hlo::reshape(b, hlo::convert(b, c.tensor(4), acc), {g, ch / g});
+  if (c.has("weight")) {
+    Value w = hlo::reshape(b, hlo::convert(b, c.tensor("weight"), acc), {g, ch / g});
     dxhat = hlo::mul(b, g4, hlo::broadcast_in_dim(b, w, s4, {1, 2}));
   }
   double d = static_cast<double>((ch / g) * hw);
@@ -189,21 +193,26 @@ std::vector<Value> lower_group_norm_backward(Ctx& c) {
     return hlo::broadcast_in_dim(b, s, s4, {0, 1});
   };
   Value dx, dw, db;
-  if (wanted(c, 9, 0)) {
+  if (wanted(c, "output_mask", 0)) {
     Value inner = hlo::sub(b, hlo::sub(b, dxhat, mean_back(dxhat)),
                            hlo::mul(b, xhat, mean_back(hlo::mul(b, dxhat, xhat))));
     dx = hlo::mul(b, rstd, inner);
   }
-  if (wanted(c, 9, 1)) dw = reduce::sum(b, hlo::mul(b, g4, xhat), {0, 3});
-  if (wanted(c, 9, 2)) db = reduce::sum(b, g4, {0, 3});
-  return backward_results(c, 9, {dx, dw, db});
+  if (wanted(c, "output_mask", 1)) dw = reduce::sum(b, hlo::mul(b, g4, xhat), {0, 3});
+  if (wanted(c, "output_mask", 2)) db = reduce::sum(b, g4, {0, 3});
+  return backward_results(c, "output_mask", {dx, dw, db});
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::native_layer_norm", lower_layer_norm);
-TPU_LOWERING("aten::native_layer_norm_backward", lower_layer_norm_backward);
-TPU_LOWERING("aten::native_group_norm", lower_group_norm);
-TPU_LOWERING("aten::native_group_norm_backward", lower_group_norm_backward);
+TPU_LOWERING("aten::native_layer_norm", lower_layer_norm,
+             reads({"input", "normalized_shape", "weight", "bias", "eps"}));
+TPU_LOWERING("aten::native_layer_norm_backward", lower_layer_norm_backward,
+             reads({"grad_out", "input", "normalized_shape", "mean", "rstd", "weight", "bias",
+                    "output_mask"}));
+TPU_LOWERING("aten::native_group_norm", lower_group_norm,
+             reads({"input", "weight", "bias", "N", "C", "HxW", "group", "eps"}));
+TPU_LOWERING("aten::native_group_norm_backward", lower_group_norm_backward,
+             reads({"grad_out", "input", "mean", "rstd", "weight", "N", "C", "HxW", "group", "output_mask"}));
 
 }  // namespace tpu::lowering

@@ -20,8 +20,8 @@ using ir::Value;
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
 // Argument i converted to `dtype` and broadcast to `shape`.
-Value arg_as(Ctx& c, int i, DType dtype, const Shape& shape) {
-  return hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(i), dtype), shape);
+Value arg_as(Ctx& c, std::string_view name, DType dtype, const Shape& shape) {
+  return hlo::broadcast_to(c.b, hlo::convert(c.b, c.tensor(name), dtype), shape);
 }
 
 Value scalar(Builder& b, const Value& like, double v) { return hlo::scalar_like(b, like, v); }
@@ -39,16 +39,16 @@ Value apply_reduction(Ctx& c, const Value& loss, int64_t reduction) {
   return hlo::reshape(c.b, hlo::convert(c.b, s, out), c.out().shape);
 }
 
-// Shape of an elementwise loss over arguments `idx` (the meta result for reduction=none).
-Shape loss_shape(Ctx& c, const std::vector<int>& idx) {
+// Shape of an elementwise loss over arguments `names` (the meta result for reduction=none).
+Shape loss_shape(Ctx& c, const std::vector<std::string_view>& names) {
   Shape s;
-  for (int i : idx)
-    if (c.has(i)) s = reduce::broadcast_shapes(s, c.tensor(i).shape());
+  for (std::string_view name : names)
+    if (c.has(name)) s = reduce::broadcast_shapes(s, c.tensor(name).shape());
   return s;
 }
 
 // The scale of a mean-reduced gradient: 1/numel(self) or 1.
-double grad_norm(Ctx& c, int self_arg, int reduction_arg) {
+double grad_norm(Ctx& c, std::string_view self_arg, std::string_view reduction_arg) {
   if (c.int_arg(reduction_arg) != kMean) return 1.0;
   return 1.0 / static_cast<double>(c.tensor(self_arg).type.numel());
 }
@@ -60,7 +60,7 @@ struct BackwardArgs {
 BackwardArgs backward_args(Ctx& c) {
   DType acc = reduce::acc_type(c.out().dtype);
   const Shape& s = c.out().shape;
-  return {arg_as(c, 0, acc, s), arg_as(c, 1, acc, s), arg_as(c, 2, acc, s)};
+  return {arg_as(c, "grad_output", acc, s), arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)};
 }
 
 Value finish_grad(Ctx& c, const Value& v) {
@@ -71,15 +71,15 @@ Value finish_grad(Ctx& c, const Value& v) {
 
 std::vector<Value> lower_mse_loss(Ctx& c) {
   DType acc = reduce::acc_type(c.out().dtype);
-  Shape s = loss_shape(c, {0, 1});
-  Value d = hlo::sub(c.b, arg_as(c, 0, acc, s), arg_as(c, 1, acc, s));
-  return {apply_reduction(c, hlo::mul(c.b, d, d), c.int_arg(2))};
+  Shape s = loss_shape(c, {"self", "target"});
+  Value d = hlo::sub(c.b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s));
+  return {apply_reduction(c, hlo::mul(c.b, d, d), c.int_arg("reduction"))};
 }
 
 // mse_loss_backward(grad_output, self, target, reduction): 2 * norm * (x - t) * g
 std::vector<Value> lower_mse_loss_backward(Ctx& c) {
   BackwardArgs a = backward_args(c);
-  double norm = 2.0 * grad_norm(c, 1, 3);
+  double norm = 2.0 * grad_norm(c, "self", "reduction");
   Value r = hlo::mul(c.b, hlo::mul(c.b, scalar(c.b, a.x, norm), hlo::sub(c.b, a.x, a.t)), a.g);
   return {finish_grad(c, r)};
 }
@@ -90,8 +90,8 @@ std::vector<Value> lower_mse_loss_backward(Ctx& c) {
 std::vector<Value> lower_bce(Ctx& c) {
   Builder& b = c.b;
   DType acc = reduce::acc_type(c.out().dtype);
-  Shape s = loss_shape(c, {0, 1, 2});
-  Value x = arg_as(c, 0, acc, s), t = arg_as(c, 1, acc, s);
+  Shape s = loss_shape(c, {"self", "target", "weight"});
+  Value x = arg_as(c, "self", acc, s), t = arg_as(c, "target", acc, s);
   // As on CPU, inputs must be probabilities (NaN fails the check too).
   Value in_01 = hlo::binary(b, "stablehlo.and", hlo::compare(b, x, scalar(b, x, 0), "GE"),
                             hlo::compare(b, x, scalar(b, x, 1), "LE"));
@@ -101,12 +101,12 @@ std::vector<Value> lower_bce(Ctx& c) {
   Value log1m = hlo::max(b, hlo::unary(b, "stablehlo.log_plus_one", hlo::neg(b, x)), lo);
   Value logx = hlo::max(b, hlo::unary(b, "stablehlo.log", x), lo);
   Value loss = hlo::sub(b, hlo::mul(b, hlo::sub(b, t, scalar(b, t, 1)), log1m), hlo::mul(b, t, logx));
-  if (c.has(2)) {
+  if (c.has("weight")) {
     // The CPU kernel multiplies the rounded loss by the weight (loss.mul_(weight)).
     loss = hlo::convert(b, hlo::convert(b, loss, c.out().dtype), acc);
-    loss = hlo::mul(b, loss, arg_as(c, 2, acc, s));
+    loss = hlo::mul(b, loss, arg_as(c, "weight", acc, s));
   }
-  return {apply_reduction(c, loss, c.int_arg(3))};
+  return {apply_reduction(c, loss, c.int_arg("reduction"))};
 }
 
 // binary_cross_entropy_backward(grad_output, self, target, weight?, reduction):
@@ -116,8 +116,8 @@ std::vector<Value> lower_bce_backward(Ctx& c) {
   BackwardArgs a = backward_args(c);
   Value denom = hlo::max(b, hlo::mul(b, hlo::sub(b, scalar(b, a.x, 1), a.x), a.x), scalar(b, a.x, 1e-12));
   Value r = hlo::div(b, hlo::mul(b, a.g, hlo::sub(b, a.x, a.t)), denom);
-  if (c.has(3)) r = hlo::mul(b, r, arg_as(c, 3, r.dtype(), r.shape()));
-  double norm = grad_norm(c, 1, 4);
+  if (c.has("weight")) r = hlo::mul(b, r, arg_as(c, "weight", r.dtype(), r.shape()));
+  double norm = grad_norm(c, "self", "reduction");
   if (norm != 1.0) r = hlo::mul(b, r, scalar(b, r, norm));
   return {finish_grad(c, r)};
 }
@@ -130,55 +130,57 @@ std::vector<Value> lower_bce_with_logits(Ctx& c) {
   Builder& b = c.b;
   DType out = c.out().dtype, acc = reduce::acc_type(out);
   auto r = [&](const Value& v) { return precision::round_to(b, v, out); };
-  Shape s = loss_shape(c, {0, 1, 2, 3});
-  Value x = arg_as(c, 0, acc, s), t = arg_as(c, 1, acc, s);
+  Shape s = loss_shape(c, {"self", "target", "weight", "pos_weight"});
+  Value x = arg_as(c, "self", acc, s), t = arg_as(c, "target", acc, s);
   Value zero = scalar(b, x, 0), one = scalar(b, x, 1);
   Value ls = r(hlo::sub(
       b, hlo::min(b, x, zero),
       hlo::unary(b, "stablehlo.log_plus_one",
                  hlo::unary(b, "stablehlo.exponential", hlo::neg(b, hlo::unary(b, "stablehlo.abs", x))))));
-  if (c.has(3)) {
-    Value pw = arg_as(c, 3, acc, s);
+  if (c.has("pos_weight")) {
+    Value pw = arg_as(c, "pos_weight", acc, s);
     ls = r(hlo::mul(b, ls, r(hlo::add(b, r(hlo::mul(b, r(hlo::sub(b, pw, one)), t)), one))));
   }
   Value loss = r(hlo::sub(b, r(hlo::mul(b, r(hlo::sub(b, one, t)), x)), ls));
-  if (c.has(2)) loss = r(hlo::mul(b, loss, arg_as(c, 2, acc, s)));
-  return {apply_reduction(c, loss, c.int_arg(4))};
+  if (c.has("weight")) loss = r(hlo::mul(b, loss, arg_as(c, "weight", acc, s)));
+  return {apply_reduction(c, loss, c.int_arg("reduction"))};
 }
 
 // ---- smooth_l1_loss / huber_loss ----
 
 // The runtime `beta`/`delta` float argument i as a value of x's type.
-Value runtime_scalar(Ctx& c, int i, const Value& like) {
-  return hlo::broadcast_in_dim(c.b, hlo::convert(c.b, c.tensor(i), like.dtype()), like.shape(), {});
+Value runtime_scalar(Ctx& c, std::string_view name, const Value& like) {
+  return hlo::broadcast_in_dim(c.b, hlo::convert(c.b, c.tensor(name), like.dtype()), like.shape(), {});
 }
 
 // |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta  (beta = 0 gives |d|, the l1 loss, as on CPU)
 std::vector<Value> lower_smooth_l1(Ctx& c) {
   Builder& b = c.b;
   DType acc = reduce::acc_type(c.out().dtype);
-  Shape s = loss_shape(c, {0, 1});
-  Value z = hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, 0, acc, s), arg_as(c, 1, acc, s)));
-  Value beta = runtime_scalar(c, 3, z);
+  Shape s = loss_shape(c, {"self", "target"});
+  Value z =
+      hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
+  Value beta = runtime_scalar(c, "beta", z);
   Value half = scalar(b, z, 0.5);
   Value quad = hlo::div(b, hlo::mul(b, half, hlo::mul(b, z, z)), beta);
   Value lin = hlo::sub(b, z, hlo::mul(b, half, beta));
   Value loss = hlo::select(b, hlo::compare(b, z, beta, "LT"), quad, lin);
-  return {apply_reduction(c, loss, c.int_arg(2))};
+  return {apply_reduction(c, loss, c.int_arg("reduction"))};
 }
 
 // |d| < delta ? 0.5 d^2 : delta * (|d| - 0.5 delta)
 std::vector<Value> lower_huber(Ctx& c) {
   Builder& b = c.b;
   DType acc = reduce::acc_type(c.out().dtype);
-  Shape s = loss_shape(c, {0, 1});
-  Value z = hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, 0, acc, s), arg_as(c, 1, acc, s)));
-  Value delta = runtime_scalar(c, 3, z);
+  Shape s = loss_shape(c, {"self", "target"});
+  Value z =
+      hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
+  Value delta = runtime_scalar(c, "delta", z);
   Value half = scalar(b, z, 0.5);
   Value quad = hlo::mul(b, half, hlo::mul(b, z, z));
   Value lin = hlo::mul(b, delta, hlo::sub(b, z, hlo::mul(b, half, delta)));
   Value loss = hlo::select(b, hlo::compare(b, z, delta, "LT"), quad, lin);
-  return {apply_reduction(c, loss, c.int_arg(2))};
+  return {apply_reduction(c, loss, c.int_arg("reduction"))};
 }
 
 // The CPU backward kernels: d = x - t; d <= -beta -> -norm*g*k; d >= beta -> norm*g*k;
@@ -188,8 +190,8 @@ Value piecewise_backward(Ctx& c, bool huber) {
   Builder& b = c.b;
   BackwardArgs a = backward_args(c);
   Value d = hlo::sub(b, a.x, a.t);
-  Value beta = runtime_scalar(c, 4, d);
-  Value ng = hlo::mul(b, scalar(b, d, grad_norm(c, 1, 3)), a.g);
+  Value beta = runtime_scalar(c, huber ? "delta" : "beta", d);
+  Value ng = hlo::mul(b, scalar(b, d, grad_norm(c, "self", "reduction")), a.g);
   Value outer = huber ? hlo::mul(b, ng, beta) : ng;
   Value inner = huber ? hlo::mul(b, ng, d) : hlo::div(b, hlo::mul(b, ng, d), beta);
   Value r = hlo::select(b, hlo::compare(b, d, beta, "GE"), outer, inner);
@@ -210,7 +212,8 @@ struct NllTerms {
   Value valid;  // target-shaped: not ignored
 };
 
-NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, int weight_arg, int64_t ignore) {
+NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, std::string_view weight_arg,
+                   int64_t ignore) {
   Builder& b = c.b;
   int64_t cd = class_dim(self);
   DType acc = reduce::acc_type(self.dtype());
@@ -246,15 +249,15 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, int weight_ar
 // nll_loss2d_forward has the same schema for (N, C, H, W) inputs.
 std::vector<Value> lower_nll_loss_forward(Ctx& c) {
   Builder& b = c.b;
-  Value self = c.tensor(0);
+  Value self = c.tensor("self");
   DType acc = reduce::acc_type(self.dtype());
   Value x = hlo::convert(b, self, acc);
   int64_t cd = class_dim(self);
-  NllTerms t = nll_terms(c, self, c.tensor(1), 2, c.int_arg(4));
+  NllTerms t = nll_terms(c, self, c.tensor("target"), "weight", c.int_arg("ignore_index"));
   // Ignored samples contribute exactly 0, even when their input is -inf.
   Value picked = reduce::sum(b, hlo::select(b, t.mask, x, hlo::full(b, x.type, 0)), {cd});
   Value loss = hlo::select(b, t.valid, hlo::neg(b, hlo::mul(b, picked, t.w)), hlo::full(b, picked.type, 0));
-  int64_t reduction = c.int_arg(3);
+  int64_t reduction = c.int_arg("reduction");
   DType out = c.out(0).dtype;
   auto fin = [&](const Value& v, int k) { return hlo::reshape(b, hlo::convert(b, v, out), c.out(k).shape); };
   std::vector<int64_t> all = reduce::dims_or_all({}, loss.rank());
@@ -271,13 +274,13 @@ std::vector<Value> lower_nll_loss_forward(Ctx& c) {
 // -weight[t] * g (g / total_weight for mean) at each sample's target class, 0 elsewhere.
 std::vector<Value> lower_nll_loss_backward(Ctx& c) {
   Builder& b = c.b;
-  Value self = c.tensor(1);
+  Value self = c.tensor("self");
   DType acc = reduce::acc_type(self.dtype());
   int64_t cd = class_dim(self);
-  NllTerms t = nll_terms(c, self, c.tensor(2), 3, c.int_arg(5));
-  Value g = hlo::convert(b, c.tensor(0), acc);
-  int64_t reduction = c.int_arg(4);
-  if (reduction == kMean) g = hlo::div(b, g, hlo::convert(b, c.tensor(6), acc));
+  NllTerms t = nll_terms(c, self, c.tensor("target"), "weight", c.int_arg("ignore_index"));
+  Value g = hlo::convert(b, c.tensor("grad_output"), acc);
+  int64_t reduction = c.int_arg("reduction");
+  if (reduction == kMean) g = hlo::div(b, g, hlo::convert(b, c.tensor("total_weight"), acc));
   std::vector<int64_t> other;
   for (int i = 0; i < self.rank(); ++i)
     if (i != cd) other.push_back(i);
@@ -291,18 +294,27 @@ std::vector<Value> lower_nll_loss_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::mse_loss", lower_mse_loss);
-TPU_LOWERING("aten::mse_loss_backward", lower_mse_loss_backward);
-TPU_LOWERING("aten::binary_cross_entropy", lower_bce);
-TPU_LOWERING("aten::binary_cross_entropy_backward", lower_bce_backward);
-TPU_LOWERING("aten::binary_cross_entropy_with_logits", lower_bce_with_logits);
-TPU_LOWERING("aten::smooth_l1_loss", lower_smooth_l1);
-TPU_LOWERING("aten::smooth_l1_loss_backward", lower_smooth_l1_backward);
-TPU_LOWERING("aten::huber_loss", lower_huber);
-TPU_LOWERING("aten::huber_loss_backward", lower_huber_backward);
-TPU_LOWERING("aten::nll_loss_forward", lower_nll_loss_forward);
-TPU_LOWERING("aten::nll_loss_backward", lower_nll_loss_backward);
-TPU_LOWERING("aten::nll_loss2d_forward", lower_nll_loss_forward);
-TPU_LOWERING("aten::nll_loss2d_backward", lower_nll_loss_backward);
+TPU_LOWERING("aten::mse_loss", lower_mse_loss, reads({"self", "target", "reduction"}));
+TPU_LOWERING("aten::mse_loss_backward", lower_mse_loss_backward,
+             reads({"grad_output", "self", "target", "reduction"}));
+TPU_LOWERING("aten::binary_cross_entropy", lower_bce, reads({"self", "target", "weight", "reduction"}));
+TPU_LOWERING("aten::binary_cross_entropy_backward", lower_bce_backward,
+             reads({"grad_output", "self", "target", "weight", "reduction"}));
+TPU_LOWERING("aten::binary_cross_entropy_with_logits", lower_bce_with_logits,
+             reads({"self", "target", "weight", "pos_weight", "reduction"}));
+TPU_LOWERING("aten::smooth_l1_loss", lower_smooth_l1, reads({"self", "target", "reduction", "beta"}));
+TPU_LOWERING("aten::smooth_l1_loss_backward", lower_smooth_l1_backward,
+             reads({"grad_output", "self", "target", "reduction", "beta"}));
+TPU_LOWERING("aten::huber_loss", lower_huber, reads({"self", "target", "reduction", "delta"}));
+TPU_LOWERING("aten::huber_loss_backward", lower_huber_backward,
+             reads({"grad_output", "self", "target", "reduction", "delta"}));
+TPU_LOWERING("aten::nll_loss_forward", lower_nll_loss_forward,
+             reads({"self", "target", "weight", "reduction", "ignore_index"}));
+TPU_LOWERING("aten::nll_loss_backward", lower_nll_loss_backward,
+             reads({"grad_output", "self", "target", "weight", "reduction", "ignore_index", "total_weight"}));
+TPU_LOWERING("aten::nll_loss2d_forward", lower_nll_loss_forward,
+             reads({"self", "target", "weight", "reduction", "ignore_index"}));
+TPU_LOWERING("aten::nll_loss2d_backward", lower_nll_loss_backward,
+             reads({"grad_output", "self", "target", "weight", "reduction", "ignore_index", "total_weight"}));
 
 }  // namespace tpu::lowering

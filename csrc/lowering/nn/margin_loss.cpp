@@ -59,7 +59,8 @@ struct MultiMargin {
   Value x, hit, z, active, wy;  // [N, C] (wy: [N, 1] or invalid)
 };
 
-MultiMargin multi_margin_terms(Ctx& c, int self_arg, int target_arg, int margin_arg, int weight_arg) {
+MultiMargin multi_margin_terms(Ctx& c, std::string_view self_arg, std::string_view target_arg,
+                               std::string_view margin_arg, std::string_view weight_arg) {
   Builder& b = c.b;
   DType t = reduce::acc_type(c.tensor(self_arg).dtype());
   MultiMargin m;
@@ -85,29 +86,31 @@ MultiMargin multi_margin_terms(Ctx& c, int self_arg, int target_arg, int margin_
 // multi_margin_loss(self, target, p, margin, weight?, reduction)
 std::vector<Value> lower_multi_margin_loss(Ctx& c) {
   Builder& b = c.b;
-  MultiMargin m = multi_margin_terms(c, 0, 1, 3, 4);
+  MultiMargin m = multi_margin_terms(c, "self", "target", "margin", "weight");
   const int64_t k = m.x.dim(1);
-  Value h = c.arg(2).i == 1 ? m.z : hlo::mul(b, m.z, m.z);
+  Value h = c.arg("p").i == 1 ? m.z : hlo::mul(b, m.z, m.z);
   if (m.wy.valid()) h = hlo::mul(b, h, hlo::broadcast_in_dim(b, m.wy, h.shape(), {0, 1}));
   h = hlo::select(b, m.active, h, zeros_like(b, h));
   Value per_sample =
       hlo::div(b, reduce::sum(b, h, {1}), hlo::full(b, Type{h.dtype(), {h.dim(0)}}, static_cast<double>(k)));
-  return {reduce_samples(c, per_sample, c.int_arg(5))};
+  return {reduce_samples(c, per_sample, c.int_arg("reduction"))};
 }
 
 // multi_margin_loss_backward(grad_output, self, target, p, margin, weight?, reduction)
 std::vector<Value> lower_multi_margin_loss_backward(Ctx& c) {
   Builder& b = c.b;
-  MultiMargin m = multi_margin_terms(c, 1, 2, 4, 5);
+  MultiMargin m = multi_margin_terms(c, "self", "target", "margin", "weight");
   const int64_t n = m.x.dim(0), k = m.x.dim(1);
-  Value d = c.arg(3).i == 1 ? hlo::full(b, m.z.type, 1) : hlo::mul(b, hlo::full(b, m.z.type, 2), m.z);
+  Value d = c.arg("p").i == 1 ? hlo::full(b, m.z.type, 1) : hlo::mul(b, hlo::full(b, m.z.type, 2), m.z);
   d = hlo::div(b, d, hlo::full(b, d.type, static_cast<double>(k)));
   if (m.wy.valid()) d = hlo::mul(b, d, hlo::broadcast_in_dim(b, m.wy, d.shape(), {0, 1}));
   d = hlo::select(b, m.active, d, zeros_like(b, d));
   // x[j] gains d[j]; x[y] loses their sum.
   Value total = hlo::broadcast_in_dim(b, reduce::sum(b, d, {1}), {n, k}, {0});
   Value gx = hlo::select(b, m.hit, hlo::neg(b, total), d);
-  gx = hlo::mul(b, gx, hlo::broadcast_to(b, row_grad(b, c.tensor(0), n, c.int_arg(6), gx.dtype()), {n, k}));
+  gx = hlo::mul(b, gx,
+                hlo::broadcast_to(
+                    b, row_grad(b, c.tensor("grad_output"), n, c.int_arg("reduction"), gx.dtype()), {n, k}));
   return {hlo::reshape(b, hlo::convert(b, gx, c.out().dtype), c.out().shape)};
 }
 
@@ -121,7 +124,7 @@ struct MultiLabel {
   Value z;          // [N, C, C]
 };
 
-MultiLabel multilabel_terms(Ctx& c, int self_arg, int target_arg) {
+MultiLabel multilabel_terms(Ctx& c, std::string_view self_arg, std::string_view target_arg) {
   Builder& b = c.b;
   DType t = reduce::acc_type(c.tensor(self_arg).dtype());
   MultiLabel m;
@@ -158,19 +161,19 @@ MultiLabel multilabel_terms(Ctx& c, int self_arg, int target_arg) {
 // multilabel_margin_loss_forward(self, target, reduction) -> (output, is_target)
 std::vector<Value> lower_multilabel_margin_loss(Ctx& c) {
   Builder& b = c.b;
-  MultiLabel m = multilabel_terms(c, 0, 1);
+  MultiLabel m = multilabel_terms(c, "self", "target");
   const int64_t n = m.x.dim(0), k = m.x.dim(1);
   Value h = hlo::select(b, m.active, m.z, hlo::full(b, m.z.type, 0));
   Value per_sample =
       hlo::div(b, reduce::sum(b, h, {1, 2}), hlo::full(b, Type{h.dtype(), {n}}, static_cast<double>(k)));
   Value is_target = hlo::reshape(b, hlo::convert(b, m.is_target, c.out(1).dtype), c.out(1).shape);
-  return {reduce_samples(c, per_sample, c.int_arg(2)), is_target};
+  return {reduce_samples(c, per_sample, c.int_arg("reduction")), is_target};
 }
 
 // multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target)
 std::vector<Value> lower_multilabel_margin_loss_backward(Ctx& c) {
   Builder& b = c.b;
-  MultiLabel m = multilabel_terms(c, 1, 2);
+  MultiLabel m = multilabel_terms(c, "self", "target");
   const int64_t n = m.x.dim(0), k = m.x.dim(1);
   DType t = m.x.dtype();
   Value a = hlo::convert(b, m.active, t);
@@ -182,15 +185,21 @@ std::vector<Value> lower_multilabel_margin_loss_backward(Ctx& c) {
                                        hlo::full(b, Type{t, {n, k, k}}, 0)),
                            {1});
   Value gx = hlo::div(b, hlo::sub(b, gain, lose), hlo::full(b, Type{t, {n, k}}, static_cast<double>(k)));
-  gx = hlo::mul(b, gx, hlo::broadcast_to(b, row_grad(b, c.tensor(0), n, c.int_arg(3), t), {n, k}));
+  gx = hlo::mul(
+      b, gx,
+      hlo::broadcast_to(b, row_grad(b, c.tensor("grad_output"), n, c.int_arg("reduction"), t), {n, k}));
   return {hlo::reshape(b, hlo::convert(b, gx, c.out().dtype), c.out().shape)};
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::multi_margin_loss", lower_multi_margin_loss, 0b1100);
-TPU_LOWERING("aten::multi_margin_loss_backward", lower_multi_margin_loss_backward, 0b11000);
-TPU_LOWERING("aten::multilabel_margin_loss_forward", lower_multilabel_margin_loss);
-TPU_LOWERING("aten::multilabel_margin_loss_backward", lower_multilabel_margin_loss_backward);
+TPU_LOWERING("aten::multi_margin_loss", lower_multi_margin_loss,
+             reads({"self", "target", "weight", "reduction"}, {"p", "margin"}));
+TPU_LOWERING("aten::multi_margin_loss_backward", lower_multi_margin_loss_backward,
+             reads({"grad_output", "self", "target", "weight", "reduction"}, {"p", "margin"}));
+TPU_LOWERING("aten::multilabel_margin_loss_forward", lower_multilabel_margin_loss,
+             reads({"self", "target", "reduction"}));
+TPU_LOWERING("aten::multilabel_margin_loss_backward", lower_multilabel_margin_loss_backward,
+             reads({"grad_output", "self", "target", "reduction"}));
 
 }  // namespace tpu::lowering

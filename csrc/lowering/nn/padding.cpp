@@ -82,8 +82,8 @@ Value pad_dim_backward(Builder& b, const Value& g, int d, int64_t w, int64_t lo,
 // {reflection,replication}_pad{1,2,3}d(self, padding)
 template <bool Reflect>
 std::vector<Value> lower_pad(Ctx& c) {
-  Value x = c.tensor(0);
-  const std::vector<int64_t>& p = c.ints(1);
+  Value x = c.tensor("self");
+  const std::vector<int64_t>& p = c.ints("padding");
   for (size_t i = 0; i < p.size() / 2; ++i)
     x = pad_dim(c.b, x, x.rank() - 1 - static_cast<int>(i), p[2 * i], p[2 * i + 1], Reflect);
   return {x};
@@ -94,9 +94,9 @@ template <bool Reflect>
 std::vector<Value> lower_pad_backward(Ctx& c) {
   Builder& b = c.b;
   const DType out_dtype = c.out().dtype;
-  Value g = hlo::convert(b, c.tensor(0), reduce::acc_type(out_dtype));
-  const Value& self = c.tensor(1);
-  const std::vector<int64_t>& p = c.ints(2);
+  Value g = hlo::convert(b, c.tensor("grad_output"), reduce::acc_type(out_dtype));
+  const Value& self = c.tensor("self");
+  const std::vector<int64_t>& p = c.ints("padding");
   for (size_t i = 0; i < p.size() / 2; ++i) {
     int d = g.rank() - 1 - static_cast<int>(i);
     g = pad_dim_backward(b, g, d, self.dim(d), p[2 * i], p[2 * i + 1], Reflect);
@@ -106,17 +106,23 @@ std::vector<Value> lower_pad_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::reflection_pad1d", lower_pad<true>);
-TPU_LOWERING("aten::reflection_pad2d", lower_pad<true>);
-TPU_LOWERING("aten::reflection_pad3d", lower_pad<true>);
-TPU_LOWERING("aten::replication_pad1d", lower_pad<false>);
-TPU_LOWERING("aten::replication_pad2d", lower_pad<false>);
-TPU_LOWERING("aten::replication_pad3d", lower_pad<false>);
-TPU_LOWERING("aten::reflection_pad1d_backward", lower_pad_backward<true>);
-TPU_LOWERING("aten::reflection_pad2d_backward", lower_pad_backward<true>);
-TPU_LOWERING("aten::reflection_pad3d_backward", lower_pad_backward<true>);
-TPU_LOWERING("aten::replication_pad1d_backward", lower_pad_backward<false>);
-TPU_LOWERING("aten::replication_pad2d_backward", lower_pad_backward<false>);
-TPU_LOWERING("aten::replication_pad3d_backward", lower_pad_backward<false>);
+TPU_LOWERING("aten::reflection_pad1d", lower_pad<true>, reads({"self", "padding"}));
+TPU_LOWERING("aten::reflection_pad2d", lower_pad<true>, reads({"self", "padding"}));
+TPU_LOWERING("aten::reflection_pad3d", lower_pad<true>, reads({"self", "padding"}));
+TPU_LOWERING("aten::replication_pad1d", lower_pad<false>, reads({"self", "padding"}));
+TPU_LOWERING("aten::replication_pad2d", lower_pad<false>, reads({"self", "padding"}));
+TPU_LOWERING("aten::replication_pad3d", lower_pad<false>, reads({"self", "padding"}));
+TPU_LOWERING("aten::reflection_pad1d_backward", lower_pad_backward<true>,
+             reads({"grad_output", "self", "padding"}));
+TPU_LOWERING("aten::reflection_pad2d_backward", lower_pad_backward<true>,
+             reads({"grad_output", "self", "padding"}));
+TPU_LOWERING("aten::reflection_pad3d_backward", lower_pad_backward<true>,
+             reads({"grad_output", "self", "padding"}));
+TPU_LOWERING("aten::replication_pad1d_backward", lower_pad_backward<false>,
+             reads({"grad_output", "self", "padding"}));
+TPU_LOWERING("aten::replication_pad2d_backward", lower_pad_backward<false>,
+             reads({"grad_output", "self", "padding"}));
+TPU_LOWERING("aten::replication_pad3d_backward", lower_pad_backward<false>,
+             reads({"grad_output", "self", "padding"}));
 
 }  // namespace tpu::lowering

@@ -79,14 +79,14 @@ struct Window {
   std::vector<int64_t> kernel, stride, padding, dilation;
 };
 
-// kernel_size, stride (empty: kernel_size), padding, dilation at argument `first` onward.
-Window window_args(const Ctx& c, int first, int n, bool has_dilation) {
+// The arguments kernel_size, stride (empty: kernel_size), padding and dilation (max pooling only).
+Window window_args(const Ctx& c, int n, bool has_dilation) {
   Window w;
-  w.kernel = expand(c.ints(first), n, {});
-  w.stride = expand(c.ints(first + 1), n, w.kernel);
-  w.padding = expand(c.ints(first + 2), n, std::vector<int64_t>(n, 0));
+  w.kernel = expand(c.ints("kernel_size"), n, {});
+  w.stride = expand(c.ints("stride"), n, w.kernel);
+  w.padding = expand(c.ints("padding"), n, std::vector<int64_t>(n, 0));
   w.dilation =
-      has_dilation ? expand(c.ints(first + 3), n, std::vector<int64_t>(n, 1)) : std::vector<int64_t>(n, 1);
+      has_dilation ? expand(c.ints("dilation"), n, std::vector<int64_t>(n, 1)) : std::vector<int64_t>(n, 1);
   return w;
 }
 
@@ -173,9 +173,9 @@ Value scatter_to_indices(Builder& b, const Value& gy, const Value& indices, cons
 template <int N>
 std::vector<Value> lower_max_pool(Ctx& c) {
   Builder& b = c.b;
-  require_not_bool(c.tensor(0).dtype(), N == 2 ? "max_pool2d" : "max_pool3d");
-  Value x = planes(b, c.tensor(0), N);
-  Window w = window_args(c, 1, N, true);
+  require_not_bool(c.tensor("self").dtype(), N == 2 ? "max_pool2d" : "max_pool3d");
+  Value x = planes(b, c.tensor("self"), N);
+  Window w = window_args(c, N, true);
   Shape in = spatial(x.shape(), N), out = spatial(c.out(0).shape, N);
   Value idx = plane_index(b, x.shape());
   std::vector<Value> r = hlo::reduce_window(b, {x, idx}, max_pair_inits(b, x.dtype()),
@@ -189,20 +189,20 @@ std::vector<Value> lower_max_pool(Ctx& c) {
 template <int N>
 std::vector<Value> lower_max_pool_backward(Ctx& c) {
   Builder& b = c.b;
-  Value self = planes(b, c.tensor(1), N);
+  Value self = planes(b, c.tensor("self"), N);
   DType acc = reduce::acc_type(c.out().dtype);
-  Value gy = hlo::convert(b, c.tensor(0), acc);
-  return {finish(c, scatter_to_indices(b, gy, c.tensor(7), self.shape()))};
+  Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
+  return {finish(c, scatter_to_indices(b, gy, c.tensor("indices"), self.shape()))};
 }
 
 // adaptive_max_pool{2,3}d_backward(grad_output, self, indices)
 template <int N>
 std::vector<Value> lower_adaptive_max_pool_backward(Ctx& c) {
   Builder& b = c.b;
-  Value self = planes(b, c.tensor(1), N);
+  Value self = planes(b, c.tensor("self"), N);
   DType acc = reduce::acc_type(c.out().dtype);
-  Value gy = hlo::convert(b, c.tensor(0), acc);
-  return {finish(c, scatter_to_indices(b, gy, c.tensor(2), self.shape()))};
+  Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
+  return {finish(c, scatter_to_indices(b, gy, c.tensor("indices"), self.shape()))};
 }
 
 // --- average pooling -----------------------------------------------------------------------
@@ -245,18 +245,19 @@ template <int N>
 std::vector<Value> lower_avg_pool(Ctx& c) {
   Builder& b = c.b;
   // Integer averages truncate toward zero as CPU's (stablehlo.divide on integers).
-  require_float_or_long(c.tensor(0).dtype(), N == 2 ? "avg_pool2d" : "avg_pool3d");
-  Value x = planes(b, c.tensor(0), N);
+  require_float_or_long(c.tensor("self").dtype(), N == 2 ? "avg_pool2d" : "avg_pool3d");
+  Value x = planes(b, c.tensor("self"), N);
   DType acc = reduce::acc_type(c.out().dtype);
   x = hlo::convert(b, x, acc);
-  Window w = window_args(c, 1, N, false);
+  Window w = window_args(c, N, false);
   Shape in = spatial(x.shape(), N), out = spatial(c.out().shape, N);
   Value sum = hlo::reduce_window(b, {x}, {hlo::constant(b, acc, 0)}, with_batch(w.kernel, 1),
                                  with_batch(w.stride, 1), pool_padding(w, in, out), {},
                                  [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
                                    return {hlo::add(rb, a[0], a[1])};
                                  })[0];
-  Value div = avg_divisor(b, w, in, sum.shape(), c.bool_arg(5), c.arg(6), acc);
+  Value div =
+      avg_divisor(b, w, in, sum.shape(), c.bool_arg("count_include_pad"), c.arg("divisor_override"), acc);
   return {finish(c, safe_div(b, sum, div))};
 }
 
@@ -265,15 +266,16 @@ std::vector<Value> lower_avg_pool(Ctx& c) {
 template <int N>
 std::vector<Value> lower_avg_pool_backward(Ctx& c) {
   Builder& b = c.b;
-  Value self = planes(b, c.tensor(1), N);
+  Value self = planes(b, c.tensor("self"), N);
   DType acc = reduce::acc_type(c.out().dtype);
   Shape in = spatial(self.shape(), N);
-  Value gy = hlo::convert(b, c.tensor(0), acc);
+  Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
   Shape gshape = {self.dim(0)};
   for (int d = 0; d < N; ++d) gshape.push_back(gy.dim(gy.rank() - N + d));
   gy = hlo::reshape(b, gy, gshape);
-  Window w = window_args(c, 2, N, false);
-  Value gd = safe_div(b, gy, avg_divisor(b, w, in, gshape, c.bool_arg(6), c.arg(7), acc));
+  Window w = window_args(c, N, false);
+  Value gd = safe_div(
+      b, gy, avg_divisor(b, w, in, gshape, c.bool_arg("count_include_pad"), c.arg("divisor_override"), acc));
   // gx[i] = sum of gd[o] over windows o covering i: gd dilated by the stride, padded so that a
   // stride-1 window of the kernel size ending at i + padding collects them.
   std::vector<int64_t> lo = {0}, hi = {0}, interior = {0};
@@ -433,8 +435,8 @@ Value adaptive_avg_pool3d_reduced(Builder& b, const Value& x, const Shape& out, 
 template <int N>
 std::vector<Value> lower_adaptive_avg_pool(Ctx& c) {
   Builder& b = c.b;
-  require_float(c.tensor(0).dtype(), N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d");
-  Value x = planes(b, c.tensor(0), N);
+  require_float(c.tensor("self").dtype(), N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d");
+  Value x = planes(b, c.tensor("self"), N);
   DType acc = reduce::acc_type(c.out().dtype);
   x = hlo::convert(b, x, acc);
   Shape in = spatial(x.shape(), N), out = spatial(c.out().shape, N);
@@ -451,10 +453,10 @@ std::vector<Value> lower_adaptive_avg_pool(Ctx& c) {
 template <int N>
 std::vector<Value> lower_adaptive_avg_pool_backward(Ctx& c) {
   Builder& b = c.b;
-  Value self = planes(b, c.tensor(1), N);
+  Value self = planes(b, c.tensor("self"), N);
   DType acc = reduce::acc_type(c.out().dtype);
   Shape in = spatial(self.shape(), N);
-  Value gy = hlo::convert(b, c.tensor(0), acc);
+  Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
   Shape gshape = {self.dim(0)};
   for (int d = 0; d < N; ++d) gshape.push_back(gy.dim(gy.rank() - N + d));
   gy = hlo::reshape(b, gy, gshape);
@@ -486,8 +488,8 @@ Value adaptive_windows_dim(Builder& b, const Value& x, int d, int64_t out) {
 template <int N>
 std::vector<Value> lower_adaptive_max_pool(Ctx& c) {
   Builder& b = c.b;
-  require_float(c.tensor(0).dtype(), N == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d");
-  Value x = planes(b, c.tensor(0), N);
+  require_float(c.tensor("self").dtype(), N == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d");
+  Value x = planes(b, c.tensor("self"), N);
   Shape out = spatial(c.out(0).shape, N);
   Value v = x, idx = plane_index(b, x.shape());
   std::vector<int64_t> window_dims;
@@ -503,21 +505,35 @@ std::vector<Value> lower_adaptive_max_pool(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::max_pool2d_with_indices", lower_max_pool<2>);
-TPU_LOWERING("aten::max_pool3d_with_indices", lower_max_pool<3>);
-TPU_LOWERING("aten::max_pool2d_with_indices_backward", lower_max_pool_backward<2>);
-TPU_LOWERING("aten::max_pool3d_with_indices_backward", lower_max_pool_backward<3>);
-TPU_LOWERING("aten::avg_pool2d", lower_avg_pool<2>);
-TPU_LOWERING("aten::avg_pool3d", lower_avg_pool<3>);
-TPU_LOWERING("aten::avg_pool2d_backward", lower_avg_pool_backward<2>);
-TPU_LOWERING("aten::avg_pool3d_backward", lower_avg_pool_backward<3>);
-TPU_LOWERING("aten::_adaptive_avg_pool2d", lower_adaptive_avg_pool<2>);
-TPU_LOWERING("aten::_adaptive_avg_pool3d", lower_adaptive_avg_pool<3>);
-TPU_LOWERING("aten::_adaptive_avg_pool2d_backward", lower_adaptive_avg_pool_backward<2>);
-TPU_LOWERING("aten::_adaptive_avg_pool3d_backward", lower_adaptive_avg_pool_backward<3>);
-TPU_LOWERING("aten::adaptive_max_pool2d", lower_adaptive_max_pool<2>);
-TPU_LOWERING("aten::adaptive_max_pool3d", lower_adaptive_max_pool<3>);
-TPU_LOWERING("aten::adaptive_max_pool2d_backward", lower_adaptive_max_pool_backward<2>);
-TPU_LOWERING("aten::adaptive_max_pool3d_backward", lower_adaptive_max_pool_backward<3>);
+TPU_LOWERING("aten::max_pool2d_with_indices", lower_max_pool<2>,
+             reads({"self", "kernel_size", "stride", "padding", "dilation"}));
+TPU_LOWERING("aten::max_pool3d_with_indices", lower_max_pool<3>,
+             reads({"self", "kernel_size", "stride", "padding", "dilation"}));
+TPU_LOWERING("aten::max_pool2d_with_indices_backward", lower_max_pool_backward<2>,
+             reads({"grad_output", "self", "indices"}));
+TPU_LOWERING("aten::max_pool3d_with_indices_backward", lower_max_pool_backward<3>,
+             reads({"grad_output", "self", "indices"}));
+TPU_LOWERING("aten::avg_pool2d", lower_avg_pool<2>,
+             reads({"self", "kernel_size", "stride", "padding", "count_include_pad", "divisor_override"}));
+TPU_LOWERING("aten::avg_pool3d", lower_avg_pool<3>,
+             reads({"self", "kernel_size", "stride", "padding", "count_include_pad", "divisor_override"}));
+TPU_LOWERING("aten::avg_pool2d_backward", lower_avg_pool_backward<2>,
+             reads({"grad_output", "self", "kernel_size", "stride", "padding", "count_include_pad",
+                    "divisor_override"}));
+TPU_LOWERING("aten::avg_pool3d_backward", lower_avg_pool_backward<3>,
+             reads({"grad_output", "self", "kernel_size", "stride", "padding", "count_include_pad",
+                    "divisor_override"}));
+TPU_LOWERING("aten::_adaptive_avg_pool2d", lower_adaptive_avg_pool<2>, reads({"self"}));
+TPU_LOWERING("aten::_adaptive_avg_pool3d", lower_adaptive_avg_pool<3>, reads({"self"}));
+TPU_LOWERING("aten::_adaptive_avg_pool2d_backward", lower_adaptive_avg_pool_backward<2>,
+             reads({"grad_output", "self"}));
+TPU_LOWERING("aten::_adaptive_avg_pool3d_backward", lower_adaptive_avg_pool_backward<3>,
+             reads({"grad_output", "self"}));
+TPU_LOWERING("aten::adaptive_max_pool2d", lower_adaptive_max_pool<2>, reads({"self"}));
+TPU_LOWERING("aten::adaptive_max_pool3d", lower_adaptive_max_pool<3>, reads({"self"}));
+TPU_LOWERING("aten::adaptive_max_pool2d_backward", lower_adaptive_max_pool_backward<2>,
+             reads({"grad_output", "self", "indices"}));
+TPU_LOWERING("aten::adaptive_max_pool3d_backward", lower_adaptive_max_pool_backward<3>,
+             reads({"grad_output", "self", "indices"}));
 
 }  // namespace tpu::lowering

@@ -14,7 +14,7 @@ using ir::Value;
 
 // _prelu_kernel(self, weight)
 std::vector<Value> lower_prelu(Ctx& c) {
-  return ew::compute(c, {0, 1}, [](Builder& b, const std::vector<Value>& v) {
+  return ew::compute(c, {"self", "weight"}, [](Builder& b, const std::vector<Value>& v) {
     Value pos = hlo::compare(b, v[0], hlo::scalar_like(b, v[0], 0), "GT");
     return hlo::select(b, pos, v[0], hlo::mul(b, v[1], v[0]));
   });
@@ -26,9 +26,9 @@ std::vector<Value> lower_prelu_backward(Ctx& c) {
   const ir::DType t = ew::opmath(c.out(0).dtype);
   ew::require_real(t);
   const ir::Shape& s = c.out(0).shape;
-  Value g = hlo::broadcast_to(b, hlo::convert(b, c.tensor(0), t), s);
-  Value x = hlo::broadcast_to(b, hlo::convert(b, c.tensor(1), t), s);
-  Value w = hlo::broadcast_to(b, hlo::convert(b, c.tensor(2), t), s);
+  Value g = hlo::broadcast_to(b, hlo::convert(b, c.tensor("grad_output"), t), s);
+  Value x = hlo::broadcast_to(b, hlo::convert(b, c.tensor("self"), t), s);
+  Value w = hlo::broadcast_to(b, hlo::convert(b, c.tensor("weight"), t), s);
   Value pos = hlo::compare(b, x, hlo::scalar_like(b, x, 0), "GT");
   Value zero = hlo::full(b, x.type, 0);
   Value gx = hlo::select(b, pos, g, hlo::mul(b, w, g));
@@ -38,7 +38,7 @@ std::vector<Value> lower_prelu_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_prelu_kernel", lower_prelu);
-TPU_LOWERING("aten::_prelu_kernel_backward", lower_prelu_backward);
+TPU_LOWERING("aten::_prelu_kernel", lower_prelu, reads({"self", "weight"}));
+TPU_LOWERING("aten::_prelu_kernel_backward", lower_prelu_backward, reads({"grad_output", "self", "weight"}));
 
 }  // namespace tpu::lowering

@@ -21,12 +21,12 @@ Value finish(Ctx& c, const Value& v) {
 }
 
 // Argument i in the accumulation dtype, as rank >= 1; and the normalised dim (argument dim_arg).
-Value in_acc(Ctx& c, int i) {
-  Value x = c.tensor(i);
+Value in_acc(Ctx& c, std::string_view name) {
+  Value x = c.tensor(name);
   x = hlo::convert(c.b, x, reduce::acc_type(x.dtype()));
   return x.rank() == 0 ? hlo::reshape(c.b, x, {1}) : x;
 }
-int64_t dim_of(Ctx& c, int dim_arg, int rank) { return hlo::wrap_dim(c.int_arg(dim_arg), rank); }
+int64_t dim_of(Ctx& c, std::string_view dim_arg, int rank) { return hlo::wrap_dim(c.int_arg(dim_arg), rank); }
 
 // x - max(x) along dim, with its reduction dims, for numerically safe exponentials.
 Value shifted(Builder& b, const Value& x, int64_t dim) {
@@ -37,8 +37,8 @@ Value shifted(Builder& b, const Value& x, int64_t dim) {
 // _softmax(self, dim, half_to_float)
 std::vector<Value> lower_softmax(Ctx& c) {
   Builder& b = c.b;
-  Value x = in_acc(c, 0);
-  int64_t dim = dim_of(c, 1, c.tensor(0).rank());
+  Value x = in_acc(c, "self");
+  int64_t dim = dim_of(c, "dim", c.tensor("self").rank());
   if (x.dim(dim) == 0) return {finish(c, x)};
   Value e = hlo::unary(b, "stablehlo.exponential", shifted(b, x, dim));
   Value s = reduce::sum(b, e, {dim});
@@ -48,16 +48,16 @@ std::vector<Value> lower_softmax(Ctx& c) {
 // _log_softmax(self, dim, half_to_float): (x - max) - log(sum(exp(x - max)))
 std::vector<Value> lower_log_softmax(Ctx& c) {
   Builder& b = c.b;
-  Value x = in_acc(c, 0);
-  int64_t dim = dim_of(c, 1, c.tensor(0).rank());
+  Value x = in_acc(c, "self");
+  int64_t dim = dim_of(c, "dim", c.tensor("self").rank());
   if (x.dim(dim) == 0) return {finish(c, x)};
   Value z = shifted(b, x, dim);
   Value s = reduce::sum(b, hlo::unary(b, "stablehlo.exponential", z), {dim});
   // CPU rounds through the input's reduced dtype (see the file comment).
-  DType in = c.tensor(0).dtype();
+  DType in = c.tensor("self").dtype();
   bool reduced = precision::is_reduced(in) && c.out().dtype == in;
   auto round = [&](const Value& v) { return precision::round_to(b, v, in); };
-  bool last_dim = dim == c.tensor(0).rank() - 1 || c.tensor(0).rank() == 0;
+  bool last_dim = dim == c.tensor("self").rank() - 1 || c.tensor("self").rank() == 0;
   Value lse;
   if (reduced && last_dim) {
     lse = round(hlo::unary(b, "stablehlo.log", round(s)));
@@ -71,9 +71,9 @@ std::vector<Value> lower_log_softmax(Ctx& c) {
 //   grad_input = y * (g - sum(g * y, dim))
 std::vector<Value> lower_softmax_backward(Ctx& c) {
   Builder& b = c.b;
-  Value g = in_acc(c, 0), y = in_acc(c, 1);
+  Value g = in_acc(c, "grad_output"), y = in_acc(c, "output");
   y = hlo::convert(b, y, g.dtype());
-  int64_t dim = dim_of(c, 2, c.tensor(0).rank());
+  int64_t dim = dim_of(c, "dim", c.tensor("grad_output").rank());
   Value gy = hlo::mul(b, g, y);
   Value s = reduce::expand_back(b, reduce::sum(b, gy, {dim}), g.shape(), {dim});
   return {finish(c, hlo::mul(b, y, hlo::sub(b, g, s)))};
@@ -83,9 +83,9 @@ std::vector<Value> lower_softmax_backward(Ctx& c) {
 //   grad_input = g - exp(y) * sum(g, dim)
 std::vector<Value> lower_log_softmax_backward(Ctx& c) {
   Builder& b = c.b;
-  Value g = in_acc(c, 0), y = in_acc(c, 1);
+  Value g = in_acc(c, "grad_output"), y = in_acc(c, "output");
   y = hlo::convert(b, y, g.dtype());
-  int64_t dim = dim_of(c, 2, c.tensor(0).rank());
+  int64_t dim = dim_of(c, "dim", c.tensor("grad_output").rank());
   Value s = reduce::expand_back(b, reduce::sum(b, g, {dim}), g.shape(), {dim});
   Value e = hlo::unary(b, "stablehlo.exponential", y);
   return {finish(c, hlo::sub(b, g, hlo::mul(b, e, s)))};
@@ -93,9 +93,10 @@ std::vector<Value> lower_log_softmax_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_softmax", lower_softmax);
-TPU_LOWERING("aten::_log_softmax", lower_log_softmax);
-TPU_LOWERING("aten::_softmax_backward_data", lower_softmax_backward);
-TPU_LOWERING("aten::_log_softmax_backward_data", lower_log_softmax_backward);
+TPU_LOWERING("aten::_softmax", lower_softmax, reads({"self", "dim"}));
+TPU_LOWERING("aten::_log_softmax", lower_log_softmax, reads({"self", "dim"}));
+TPU_LOWERING("aten::_softmax_backward_data", lower_softmax_backward, reads({"grad_output", "output", "dim"}));
+TPU_LOWERING("aten::_log_softmax_backward_data", lower_log_softmax_backward,
+             reads({"grad_output", "output", "dim"}));
 
 }  // namespace tpu::lowering

@@ -24,13 +24,13 @@ using ir::Value;
 template <int N>
 std::vector<Value> lower_max_unpool(Ctx& c) {
   Builder& b = c.b;
-  const Value& x = c.tensor(0);
+  const Value& x = c.tensor("self");
   const Type& out = c.out();
   int64_t plane = 1;
   for (int d = 0; d < N; ++d) plane *= out.shape[out.shape.size() - N + d];
   const int64_t bsz = plane == 0 ? 0 : out.numel() / plane;
   const int64_t q = bsz == 0 ? 0 : x.type.numel() / bsz;
-  Value idx = hlo::reshape(b, hlo::convert(b, c.tensor(1), DType::I64), {bsz, q});
+  Value idx = hlo::reshape(b, hlo::convert(b, c.tensor("indices"), DType::I64), {bsz, q});
   idx::require_in_range(
       c, idx, plane, false,
       "Found an invalid max index (output volumes are of size " +
@@ -56,7 +56,7 @@ std::vector<Value> lower_max_unpool(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::max_unpool2d", lower_max_unpool<2>);
-TPU_LOWERING("aten::max_unpool3d", lower_max_unpool<3>);
+TPU_LOWERING("aten::max_unpool2d", lower_max_unpool<2>, reads({"self", "indices"}));
+TPU_LOWERING("aten::max_unpool3d", lower_max_unpool<3>, reads({"self", "indices"}));
 
 }  // namespace tpu::lowering

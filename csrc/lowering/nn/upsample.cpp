@@ -295,21 +295,27 @@ Value resample_dim_backward(Builder& b, const Value& g, int d, const Taps& taps)
   return idx::scatter_along(b, zeros, d, hlo::i64_vector(b, taps.index), updates, "stablehlo.add");
 }
 
-std::optional<double> scale_arg(const Ctx& c, int i) {
-  if (!c.has(i)) return std::nullopt;
-  return c.arg(i).d;
+std::optional<double> scale_arg(const Ctx& c, std::string_view name) {
+  if (!c.has(name)) return std::nullopt;
+  return c.arg(name).d;
 }
 
 bool interpolates(Mode m) { return m != Mode::Nearest && m != Mode::NearestExact; }
+
+// The scale of each of the N resized dimensions: scales, or scales_h/_w, or scales_d/_h/_w.
+std::optional<double> scale_of(const Ctx& c, int n, int d) {
+  static const char* const names[3][3] = {
+      {"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
+  return scale_arg(c, names[n - 1][d]);
+}
 
 // upsample_*(self, output_size, [align_corners,] scales...)
 template <Mode M, int N>
 std::vector<Value> lower_upsample(Ctx& c) {
   Builder& b = c.b;
   const bool has_align = interpolates(M);
-  const int first_scale = has_align ? 3 : 2;
-  const bool align = has_align && c.bool_arg(2);
-  Value x = c.tensor(0);
+  const bool align = has_align && c.bool_arg("align_corners");
+  Value x = c.tensor("self");
   const DType out_dtype = c.out().dtype;
   if (interpolates(M)) x = hlo::convert(b, x, reduce::acc_type(out_dtype));
   const int r = x.rank();
@@ -318,12 +324,12 @@ std::vector<Value> lower_upsample(Ctx& c) {
   // channels-last kernel, whose weights stay float.
   // Nearest: the generic kernel's index rule, except for 2-d with that small output, where CPU
   // runs its channels-last kernel with nearest_idx (the backward always uses nearest_idx).
-  const bool small_2d = N == 2 && c.ints(1)[0] + c.ints(1)[1] <= 128;
+  const bool small_2d = N == 2 && c.ints("output_size")[0] + c.ints("output_size")[1] <= 128;
   DType storage = out_dtype;
   if (M == Mode::Linear && small_2d) storage = x.dtype();
   for (int d = N - 1; d >= 0; --d) {
-    Taps t = make_taps(M, out_dtype, storage, x.dim(r - N + d), c.ints(1)[d], align,
-                       scale_arg(c, first_scale + d), !small_2d);
+    Taps t = make_taps(M, out_dtype, storage, x.dim(r - N + d), c.ints("output_size")[d], align,
+                       scale_of(c, N, d), !small_2d);
     x = resample_dim(b, x, r - N + d, t);
   }
   return {hlo::reshape(b, hlo::convert(b, x, out_dtype), c.out().shape)};
@@ -334,56 +340,67 @@ template <Mode M, int N>
 std::vector<Value> lower_upsample_backward(Ctx& c) {
   Builder& b = c.b;
   const bool has_align = interpolates(M);
-  const int first_scale = has_align ? 4 : 3;
-  const bool align = has_align && c.bool_arg(3);
+  const bool align = has_align && c.bool_arg("align_corners");
   const DType out_dtype = c.out().dtype;
-  Value g = hlo::convert(b, c.tensor(0), reduce::acc_type(out_dtype));
-  const std::vector<int64_t>& in_size = c.ints(2);
+  Value g = hlo::convert(b, c.tensor("grad_output"), reduce::acc_type(out_dtype));
+  const std::vector<int64_t>& in_size = c.ints("input_size");
   const int r = g.rank();
   for (int d = 0; d < N; ++d) {
     // The backward kernels keep float weights.
-    Taps t = make_taps(M, out_dtype, g.dtype(), in_size[in_size.size() - N + d], c.ints(1)[d], align,
-                       scale_arg(c, first_scale + d));
+    Taps t = make_taps(M, out_dtype, g.dtype(), in_size[in_size.size() - N + d], c.ints("output_size")[d],
+                       align, scale_of(c, N, d));
     g = resample_dim_backward(b, g, r - N + d, t);
   }
   return {hlo::reshape(b, hlo::convert(b, g, out_dtype), c.out().shape)};
 }
 
-constexpr uint32_t scale_bits(int first, int n) { return ((1u << n) - 1) << first; }
-
 }  // namespace
 
-TPU_LOWERING("aten::upsample_nearest1d", lower_upsample<Mode::Nearest, 1>, scale_bits(2, 1));
-TPU_LOWERING("aten::upsample_nearest2d", lower_upsample<Mode::Nearest, 2>, scale_bits(2, 2));
-TPU_LOWERING("aten::upsample_nearest3d", lower_upsample<Mode::Nearest, 3>, scale_bits(2, 3));
-TPU_LOWERING("aten::_upsample_nearest_exact1d", lower_upsample<Mode::NearestExact, 1>, scale_bits(2, 1));
-TPU_LOWERING("aten::_upsample_nearest_exact2d", lower_upsample<Mode::NearestExact, 2>, scale_bits(2, 2));
-TPU_LOWERING("aten::_upsample_nearest_exact3d", lower_upsample<Mode::NearestExact, 3>, scale_bits(2, 3));
-TPU_LOWERING("aten::upsample_linear1d", lower_upsample<Mode::Linear, 1>, scale_bits(3, 1));
-TPU_LOWERING("aten::upsample_bilinear2d", lower_upsample<Mode::Linear, 2>, scale_bits(3, 2));
-TPU_LOWERING("aten::upsample_trilinear3d", lower_upsample<Mode::Linear, 3>, scale_bits(3, 3));
-TPU_LOWERING("aten::upsample_bicubic2d", lower_upsample<Mode::Cubic, 2>, scale_bits(3, 2));
-TPU_LOWERING("aten::_upsample_bilinear2d_aa", lower_upsample<Mode::LinearAA, 2>, scale_bits(3, 2));
+TPU_LOWERING("aten::upsample_nearest1d", lower_upsample<Mode::Nearest, 1>,
+             reads({"self", "output_size"}, {"scales"}));
+TPU_LOWERING("aten::upsample_nearest2d", lower_upsample<Mode::Nearest, 2>,
+             reads({"self", "output_size"}, {"scales_h", "scales_w"}));
+TPU_LOWERING("aten::upsample_nearest3d", lower_upsample<Mode::Nearest, 3>,
+             reads({"self", "output_size"}, {"scales_d", "scales_h", "scales_w"}));
+TPU_LOWERING("aten::_upsample_nearest_exact1d", lower_upsample<Mode::NearestExact, 1>,
+             reads({"self", "output_size"}, {"scales"}));
+TPU_LOWERING("aten::_upsample_nearest_exact2d", lower_upsample<Mode::NearestExact, 2>,
+             reads({"self", "output_size"}, {"scales_h", "scales_w"}));
+TPU_LOWERING("aten::_upsample_nearest_exact3d", lower_upsample<Mode::NearestExact, 3>,
+             reads({"self", "output_size"}, {"scales_d", "scales_h", "scales_w"}));
+TPU_LOWERING("aten::upsample_linear1d", lower_upsample<Mode::Linear, 1>,
+             reads({"self", "output_size", "align_corners"}, {"scales"}));
+TPU_LOWERING("aten::upsample_bilinear2d", lower_upsample<Mode::Linear, 2>,
+             reads({"self", "output_size", "align_corners"}, {"scales_h", "scales_w"}));
+TPU_LOWERING("aten::upsample_trilinear3d", lower_upsample<Mode::Linear, 3>,
+             reads({"self", "output_size", "align_corners"}, {"scales_d", "scales_h", "scales_w"}));
+TPU_LOWERING("aten::upsample_bicubic2d", lower_upsample<Mode::Cubic, 2>,
+             reads({"self", "output_size", "align_corners"}, {"scales_h", "scales_w"}));
+TPU_LOWERING("aten::_upsample_bilinear2d_aa", lower_upsample<Mode::LinearAA, 2>,
+             reads({"self", "output_size", "align_corners"}, {"scales_h", "scales_w"}));
 
 TPU_LOWERING("aten::upsample_nearest1d_backward", lower_upsample_backward<Mode::Nearest, 1>,
-             scale_bits(3, 1));
+             reads({"grad_output", "output_size", "input_size"}, {"scales"}));
 TPU_LOWERING("aten::upsample_nearest2d_backward", lower_upsample_backward<Mode::Nearest, 2>,
-             scale_bits(3, 2));
+             reads({"grad_output", "output_size", "input_size"}, {"scales_h", "scales_w"}));
 TPU_LOWERING("aten::upsample_nearest3d_backward", lower_upsample_backward<Mode::Nearest, 3>,
-             scale_bits(3, 3));
+             reads({"grad_output", "output_size", "input_size"}, {"scales_d", "scales_h", "scales_w"}));
 TPU_LOWERING("aten::_upsample_nearest_exact1d_backward", lower_upsample_backward<Mode::NearestExact, 1>,
-             scale_bits(3, 1));
+             reads({"grad_output", "output_size", "input_size"}, {"scales"}));
 TPU_LOWERING("aten::_upsample_nearest_exact2d_backward", lower_upsample_backward<Mode::NearestExact, 2>,
-             scale_bits(3, 2));
+             reads({"grad_output", "output_size", "input_size"}, {"scales_h", "scales_w"}));
 TPU_LOWERING("aten::_upsample_nearest_exact3d_backward", lower_upsample_backward<Mode::NearestExact, 3>,
-             scale_bits(3, 3));
-TPU_LOWERING("aten::upsample_linear1d_backward", lower_upsample_backward<Mode::Linear, 1>, scale_bits(4, 1));
+             reads({"grad_output", "output_size", "input_size"}, {"scales_d", "scales_h", "scales_w"}));
+TPU_LOWERING("aten::upsample_linear1d_backward", lower_upsample_backward<Mode::Linear, 1>,
+             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales"}));
 TPU_LOWERING("aten::upsample_bilinear2d_backward", lower_upsample_backward<Mode::Linear, 2>,
-             scale_bits(4, 2));
+             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales_h", "scales_w"}));
 TPU_LOWERING("aten::upsample_trilinear3d_backward", lower_upsample_backward<Mode::Linear, 3>,
-             scale_bits(4, 3));
-TPU_LOWERING("aten::upsample_bicubic2d_backward", lower_upsample_backward<Mode::Cubic, 2>, scale_bits(4, 2));
+             reads({"grad_output", "output_size", "input_size", "align_corners"},
+                   {"scales_d", "scales_h", "scales_w"}));
+TPU_LOWERING("aten::upsample_bicubic2d_backward", lower_upsample_backward<Mode::Cubic, 2>,
+             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales_h", "scales_w"}));
 TPU_LOWERING("aten::_upsample_bilinear2d_aa_backward", lower_upsample_backward<Mode::LinearAA, 2>,
-             scale_bits(4, 2));
+             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales_h", "scales_w"}));
 
 }  // namespace tpu::lowering

@@ -23,19 +23,21 @@ using ir::DType;
 using ir::Value;
 
 // A one-element tensor argument as a 0-d value of dtype `t`.
-Value scalar_of(Ctx& c, int i, DType t) { return hlo::reshape(c.b, hlo::convert(c.b, c.tensor(i), t), {}); }
+Value scalar_of(Ctx& c, std::string_view name, DType t) {
+  return hlo::reshape(c.b, hlo::convert(c.b, c.tensor(name), t), {});
+}
 
-void require_float32(const Ctx& c, int i, const char* what) {
-  if (c.tensor(i).dtype() != DType::F32)
+void require_float32(const Ctx& c, std::string_view name, const char* what) {
+  if (c.tensor(name).dtype() != DType::F32)
     throw std::invalid_argument(std::string(what) + " must be a float tensor.");
 }
 
 // Returns the unscaled gradients, then found_inf (schema order of the written arguments).
 std::vector<Value> lower_unscale(Ctx& c) {
-  const std::vector<Value>& grads = c.arg(0).values;
-  require_float32(c, 1, "found_inf");
-  require_float32(c, 2, "inv_scale");
-  Value inv = scalar_of(c, 2, DType::F32);
+  const std::vector<Value>& grads = c.arg("self").values;
+  require_float32(c, "found_inf", "found_inf");
+  require_float32(c, "inv_scale", "inv_scale");
+  Value inv = scalar_of(c, "inv_scale", DType::F32);
   Value inv_is_one = hlo::compare(c.b, inv, hlo::constant(c.b, DType::F32, 1.0), "EQ");
   Value any_bad = hlo::constant(c.b, DType::Bool, 0);
   std::vector<Value> outs;
@@ -56,7 +58,7 @@ std::vector<Value> lower_unscale(Ctx& c) {
     Value keep = hlo::broadcast_in_dim(c.b, inv_is_one, g.shape(), {});
     outs.push_back(hlo::convert(c.b, hlo::select(c.b, keep, x, scaled), g.dtype()));
   }
-  const Value& found = c.tensor(1);
+  const Value& found = c.tensor("found_inf");
   Value bad = hlo::broadcast_in_dim(c.b, any_bad, found.shape(), {});
   outs.push_back(hlo::select(c.b, bad, hlo::full(c.b, found.type, 1.0), found));
   return outs;
@@ -64,26 +66,28 @@ std::vector<Value> lower_unscale(Ctx& c) {
 
 // Returns the new scale and the new growth tracker.
 std::vector<Value> lower_update_scale(Ctx& c) {
-  require_float32(c, 0, "current_scale");
-  if (c.tensor(1).dtype() != DType::I32) throw std::invalid_argument("growth_tracker must be an int tensor.");
-  require_float32(c, 2, "found_inf");
-  const Value& scale0 = c.tensor(0);
-  const Value& tracker0 = c.tensor(1);
+  require_float32(c, "self", "current_scale");
+  if (c.tensor("growth_tracker").dtype() != DType::I32)
+    throw std::invalid_argument("growth_tracker must be an int tensor.");
+  require_float32(c, "found_inf", "found_inf");
+  const Value& scale0 = c.tensor("self");
+  const Value& tracker0 = c.tensor("growth_tracker");
   Value scale = hlo::reshape(c.b, scale0, {});
   Value tracker = hlo::reshape(c.b, tracker0, {});
   // `if (*found_inf)`: any nonzero value, NaN included.
-  Value found = hlo::compare(c.b, scalar_of(c, 2, DType::F32), hlo::constant(c.b, DType::F32, 0.0), "NE");
+  Value found =
+      hlo::compare(c.b, scalar_of(c, "found_inf", DType::F32), hlo::constant(c.b, DType::F32, 0.0), "NE");
   // The factors are doubles: scale * factor is computed in double and rounded to float once.
   Value scale64 = hlo::convert(c.b, scale, DType::F64);
-  auto times = [&](int factor_arg) {
-    return hlo::convert(c.b, hlo::mul(c.b, scale64, scalar_of(c, factor_arg, DType::F64)), DType::F32);
+  auto times = [&](std::string_view factor) {
+    return hlo::convert(c.b, hlo::mul(c.b, scale64, scalar_of(c, factor, DType::F64)), DType::F32);
   };
-  Value backed_off = times(4);
-  Value grown = times(3);
+  Value backed_off = times("scale_backoff_factor");
+  Value grown = times("scale_growth_factor");
   Value successful = hlo::add(c.b, tracker, hlo::constant_int(c.b, DType::I32, 1));
   // The int tracker is compared with the int64 interval as C++ does, after promotion.
   Value reached = hlo::compare(c.b, hlo::convert(c.b, successful, DType::I64),
-                               hlo::constant_int(c.b, DType::I64, c.int_arg(5)), "EQ");
+                               hlo::constant_int(c.b, DType::I64, c.int_arg("growth_interval")), "EQ");
   Value grow = hlo::binary(c.b, "stablehlo.and", reached, hlo::is_finite(c.b, grown));
   Value new_scale = hlo::select(c.b, found, backed_off, hlo::select(c.b, grow, grown, scale));
   Value zero = hlo::constant_int(c.b, DType::I32, 0);
@@ -95,7 +99,10 @@ std::vector<Value> lower_update_scale(Ctx& c) {
 
 // Bound as written (they mutate their arguments); the functional forms torch generates
 // (_amp_foreach_non_finite_check_and_unscale, _amp_update_scale) clone and call these.
-TPU_LOWERING("aten::_amp_foreach_non_finite_check_and_unscale_", lower_unscale);
-TPU_LOWERING("aten::_amp_update_scale_", lower_update_scale);
+TPU_LOWERING("aten::_amp_foreach_non_finite_check_and_unscale_", lower_unscale,
+             reads({"self", "found_inf", "inv_scale"}));
+TPU_LOWERING("aten::_amp_update_scale_", lower_update_scale,
+             reads({"self", "growth_tracker", "found_inf", "scale_growth_factor", "scale_backoff_factor",
+                    "growth_interval"}));
 
 }  // namespace tpu::lowering

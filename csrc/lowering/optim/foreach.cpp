@@ -22,13 +22,13 @@ using ir::Value;
 
 DType opmath(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
-size_t list_size(const Ctx& c) { return c.arg(0).values.size(); }
+size_t list_size(const Ctx& c) { return c.arg("self").values.size(); }
 
 // The k-th value of a "second operand" argument: a list entry (Tensor[] or Scalar[]), or the
 // single Scalar/Tensor shared by every element. With `per_element`, a 1-d Tensor holds one
 // entry per list element (the `scalars` tensor of addcmul/addcdiv.Tensor).
-Value nth(Ctx& c, int i, size_t k, bool per_element = false) {
-  const Arg& a = c.arg(i);
+Value nth(Ctx& c, std::string_view name, size_t k, bool per_element = false) {
+  const Arg& a = c.arg(name);
   if (a.kind == Arg::Kind::TensorList) return a.values.at(k);
   if (per_element && a.kind == Arg::Kind::Tensor && a.value.rank() == 1)
     return hlo::reshape(c.b, hlo::slice_dim(c.b, a.value, 0, k, k + 1), {});
@@ -65,16 +65,17 @@ Value apply(Ctx& c, Bin op, const Value& x, const Value& y) {
   return x;
 }
 
-// self[k] op (alpha *) other[k], for every overload shape (List, Scalar, ScalarList, Tensor).
-std::vector<Value> binary(Ctx& c, Bin op, int alpha_i) {
+// self[k] op (alpha *) other[k], for every overload shape (List, Scalar, ScalarList, Tensor);
+// only add and sub take alpha, and only in their List and Tensor overloads.
+std::vector<Value> binary(Ctx& c, Bin op, bool with_alpha = false) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
     const DType t = opmath(out.dtype);
-    Value x = as(c, c.arg(0).values[k], t, out.shape);
-    Value y = as(c, nth(c, 1, k), t, out.shape);
-    if (alpha_i >= 0 && c.has(alpha_i)) {
-      Value alpha = as(c, c.tensor(alpha_i), t, out.shape);
+    Value x = as(c, c.arg("self").values[k], t, out.shape);
+    Value y = as(c, nth(c, c.declared_one_of({"other", "scalar", "scalars"}), k), t, out.shape);
+    if (with_alpha && c.has("alpha")) {
+      Value alpha = as(c, c.tensor("alpha"), t, out.shape);
       y = apply(c, Bin::Mul, alpha, y);
     }
     outs.push_back(hlo::convert(c.b, apply(c, op, x, y), out.dtype));
@@ -82,14 +83,14 @@ std::vector<Value> binary(Ctx& c, Bin op, int alpha_i) {
   return outs;
 }
 
-std::vector<Value> lower_add(Ctx& c) { return binary(c, Bin::Add, 2); }
-std::vector<Value> lower_add_no_alpha(Ctx& c) { return binary(c, Bin::Add, -1); }
-std::vector<Value> lower_sub(Ctx& c) { return binary(c, Bin::Sub, 2); }
-std::vector<Value> lower_sub_no_alpha(Ctx& c) { return binary(c, Bin::Sub, -1); }
-std::vector<Value> lower_mul(Ctx& c) { return binary(c, Bin::Mul, -1); }
-std::vector<Value> lower_div(Ctx& c) { return binary(c, Bin::Div, -1); }
-std::vector<Value> lower_maximum(Ctx& c) { return binary(c, Bin::Max, -1); }
-std::vector<Value> lower_minimum(Ctx& c) { return binary(c, Bin::Min, -1); }
+std::vector<Value> lower_add(Ctx& c) { return binary(c, Bin::Add, true); }
+std::vector<Value> lower_add_no_alpha(Ctx& c) { return binary(c, Bin::Add); }
+std::vector<Value> lower_sub(Ctx& c) { return binary(c, Bin::Sub, true); }
+std::vector<Value> lower_sub_no_alpha(Ctx& c) { return binary(c, Bin::Sub); }
+std::vector<Value> lower_mul(Ctx& c) { return binary(c, Bin::Mul); }
+std::vector<Value> lower_div(Ctx& c) { return binary(c, Bin::Div); }
+std::vector<Value> lower_maximum(Ctx& c) { return binary(c, Bin::Max); }
+std::vector<Value> lower_minimum(Ctx& c) { return binary(c, Bin::Min); }
 
 // ---- pointwise with two tensor lists ----------------------------------------------------
 
@@ -100,11 +101,12 @@ std::vector<Value> addc(Ctx& c, bool divide) {
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
     const DType t = opmath(out.dtype);
-    Value self = as(c, c.arg(0).values[k], t, out.shape);
-    Value t1 = as(c, c.arg(1).values[k], t, out.shape);
-    Value t2 = as(c, c.arg(2).values[k], t, out.shape);
+    Value self = as(c, c.arg("self").values[k], t, out.shape);
+    Value t1 = as(c, c.arg("tensor1").values[k], t, out.shape);
+    Value t2 = as(c, c.arg("tensor2").values[k], t, out.shape);
     Value prod = t1;
-    if (c.has(3)) prod = apply(c, Bin::Mul, as(c, nth(c, 3, k, true), t, out.shape), t1);
+    std::string_view value = c.declared_one_of({"value", "scalars"});
+    if (c.has(value)) prod = apply(c, Bin::Mul, as(c, nth(c, value, k, true), t, out.shape), t1);
     prod = divide ? hlo::div(c.b, prod, t2) : apply(c, Bin::Mul, prod, t2);
     outs.push_back(hlo::convert(c.b, apply(c, Bin::Add, self, prod), out.dtype));
   }
@@ -121,9 +123,9 @@ std::vector<Value> lower_lerp(Ctx& c) {
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
     const DType t = opmath(out.dtype);
-    Value self = as(c, c.arg(0).values[k], t, out.shape);
-    Value end = as(c, c.arg(1).values[k], t, out.shape);
-    Value w = as(c, nth(c, 2, k), t, out.shape);
+    Value self = as(c, c.arg("self").values[k], t, out.shape);
+    Value end = as(c, c.arg("tensors1").values[k], t, out.shape);
+    Value w = as(c, nth(c, c.declared_one_of({"weight", "weights"}), k), t, out.shape);
     Value diff = hlo::sub(c.b, end, self);
     Value small = hlo::compare(c.b, hlo::unary(c.b, "stablehlo.abs", w), hlo::full(c.b, w.type, 0.5), "LT");
     Value lo = hlo::add(c.b, self, hlo::mul(c.b, w, diff));
@@ -134,8 +136,8 @@ std::vector<Value> lower_lerp(Ctx& c) {
 }
 
 // clamp_min / clamp_max: maximum / minimum with the bound (NaN in either propagates).
-std::vector<Value> lower_clamp_min(Ctx& c) { return binary(c, Bin::Max, -1); }
-std::vector<Value> lower_clamp_max(Ctx& c) { return binary(c, Bin::Min, -1); }
+std::vector<Value> lower_clamp_min(Ctx& c) { return binary(c, Bin::Max); }
+std::vector<Value> lower_clamp_max(Ctx& c) { return binary(c, Bin::Min); }
 
 // ---- unary ops --------------------------------------------------------------------------
 
@@ -145,7 +147,7 @@ std::vector<Value> unary_each(Ctx& c, F f) {
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
     const DType t = opmath(out.dtype);
-    Value x = as(c, c.arg(0).values[k], t, out.shape);
+    Value x = as(c, c.arg("self").values[k], t, out.shape);
     outs.push_back(hlo::convert(c.b, f(x), out.dtype));
   }
   return outs;
@@ -175,14 +177,14 @@ std::vector<Value> lower_zero(Ctx& c) {
 std::vector<Value> lower_clone(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k)
-    outs.push_back(hlo::convert(c.b, c.arg(0).values[k], c.out(k).dtype));
+    outs.push_back(hlo::convert(c.b, c.arg("self").values[k], c.out(k).dtype));
   return outs;
 }
 // copy(self, src, non_blocking): src converted to each self's dtype and broadcast to its shape.
 std::vector<Value> lower_copy(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k)
-    outs.push_back(as(c, c.arg(1).values[k], c.out(k).dtype, c.out(k).shape));
+    outs.push_back(as(c, c.arg("src").values[k], c.out(k).dtype, c.out(k).shape));
   return outs;
 }
 
@@ -191,7 +193,7 @@ std::vector<Value> lower_copy(Ctx& c) {
 Value delegate(Ctx& c, const std::string& op, std::vector<Arg> args, const ir::Type& out) {
   const Lowering* l = find_lowering(op);
   if (!l) throw std::runtime_error("torch_tpu: no lowering for " + op + " (used by its _foreach_ form)");
-  Ctx sub{c.b, std::move(args), {out}, c.rng_state, {}, nullptr};  // positional lowerings only
+  Ctx sub{c.b, std::move(args), {out}, c.rng_state, {}, l};
   Value r = l->fn(sub).at(0);
   c.checks.insert(c.checks.end(), sub.checks.begin(), sub.checks.end());
   return r;
@@ -208,7 +210,7 @@ template <const char* Op>
 std::vector<Value> lower_delegated_unary(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k)
-    outs.push_back(delegate(c, Op, {tensor_arg(c.arg(0).values[k])}, c.out(k)));
+    outs.push_back(delegate(c, Op, {tensor_arg(c.arg("self").values[k])}, c.out(k)));
   return outs;
 }
 
@@ -219,22 +221,24 @@ std::vector<Value> lower_pow_list(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k)
     outs.push_back(delegate(c, "aten::pow.Tensor_Tensor",
-                            {tensor_arg(c.arg(0).values[k]), tensor_arg(c.arg(1).values[k])}, c.out(k)));
+                            {tensor_arg(c.arg("self").values[k]), tensor_arg(c.arg("exponent").values[k])},
+                            c.out(k)));
   return outs;
 }
 
 std::vector<Value> lower_pow_scalar(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k)
-    outs.push_back(
-        delegate(c, "aten::pow.Tensor_Scalar", {tensor_arg(c.arg(0).values[k]), c.arg(1)}, c.out(k)));
+    outs.push_back(delegate(c, "aten::pow.Tensor_Scalar",
+                            {tensor_arg(c.arg("self").values[k]), c.arg("exponent")}, c.out(k)));
   return outs;
 }
 
 std::vector<Value> lower_pow_scalar_and_tensor(Ctx& c) {
   std::vector<Value> outs;
-  for (size_t k = 0; k < c.arg(1).values.size(); ++k)
-    outs.push_back(delegate(c, "aten::pow.Scalar", {c.arg(0), tensor_arg(c.arg(1).values[k])}, c.out(k)));
+  for (size_t k = 0; k < c.arg("exponent").values.size(); ++k)
+    outs.push_back(
+        delegate(c, "aten::pow.Scalar", {c.arg("self"), tensor_arg(c.arg("exponent").values[k])}, c.out(k)));
   return outs;
 }
 
@@ -243,12 +247,12 @@ std::vector<Value> lower_pow_scalar_and_tensor(Ctx& c) {
 // norm.Scalar(self, ord (static), dtype): the vector norm of each tensor as a 0-d result,
 // accumulated in float32 for half types as linalg_vector_norm does.
 std::vector<Value> lower_norm(Ctx& c) {
-  const double ord = c.has(1) ? c.arg(1).d : 2.0;
+  const double ord = c.has("ord") ? c.arg("ord").d : 2.0;
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
     const DType t = opmath(out.dtype);
-    Value x0 = c.arg(0).values[k];
+    Value x0 = c.arg("self").values[k];
     if (ir::is_complex(x0.dtype()))
       x0 = c.b.op1("stablehlo.abs", {x0}, ir::Type{ir::real_type(x0.dtype()), x0.shape()});
     Value x = hlo::unary(c.b, "stablehlo.abs", hlo::convert(c.b, x0, t));
@@ -283,7 +287,7 @@ std::vector<Value> lower_norm(Ctx& c) {
 std::vector<Value> lower_max(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
-    const Value& x = c.arg(0).values[k];
+    const Value& x = c.arg("self").values[k];
     std::vector<int64_t> dims;
     for (int i = 0; i < x.rank(); ++i) dims.push_back(i);
     Value init = ir::is_floating(x.dtype()) ? hlo::constant(c.b, x.dtype(), -INFINITY)
@@ -327,79 +331,84 @@ TPU_UNARY_NAME(frac)
 
 }  // namespace
 
-TPU_LOWERING("aten::_foreach_add.List", lower_add);
-TPU_LOWERING("aten::_foreach_add.Scalar", lower_add_no_alpha);
-TPU_LOWERING("aten::_foreach_add.ScalarList", lower_add_no_alpha);
-TPU_LOWERING("aten::_foreach_add.Tensor", lower_add);
-TPU_LOWERING("aten::_foreach_sub.List", lower_sub);
-TPU_LOWERING("aten::_foreach_sub.Scalar", lower_sub_no_alpha);
-TPU_LOWERING("aten::_foreach_sub.ScalarList", lower_sub_no_alpha);
-TPU_LOWERING("aten::_foreach_mul.List", lower_mul);
-TPU_LOWERING("aten::_foreach_mul.Scalar", lower_mul);
-TPU_LOWERING("aten::_foreach_mul.ScalarList", lower_mul);
-TPU_LOWERING("aten::_foreach_mul.Tensor", lower_mul);
-TPU_LOWERING("aten::_foreach_div.List", lower_div);
-TPU_LOWERING("aten::_foreach_div.Scalar", lower_div);
-TPU_LOWERING("aten::_foreach_div.ScalarList", lower_div);
-TPU_LOWERING("aten::_foreach_div.Tensor", lower_div);
-TPU_LOWERING("aten::_foreach_maximum.List", lower_maximum);
-TPU_LOWERING("aten::_foreach_maximum.Scalar", lower_maximum);
-TPU_LOWERING("aten::_foreach_maximum.ScalarList", lower_maximum);
-TPU_LOWERING("aten::_foreach_minimum.List", lower_minimum);
-TPU_LOWERING("aten::_foreach_minimum.Scalar", lower_minimum);
-TPU_LOWERING("aten::_foreach_minimum.ScalarList", lower_minimum);
-TPU_LOWERING("aten::_foreach_clamp_min.List", lower_clamp_min);
-TPU_LOWERING("aten::_foreach_clamp_min.Scalar", lower_clamp_min);
-TPU_LOWERING("aten::_foreach_clamp_min.ScalarList", lower_clamp_min);
-TPU_LOWERING("aten::_foreach_clamp_max.List", lower_clamp_max);
-TPU_LOWERING("aten::_foreach_clamp_max.Scalar", lower_clamp_max);
-TPU_LOWERING("aten::_foreach_clamp_max.ScalarList", lower_clamp_max);
-TPU_LOWERING("aten::_foreach_addcmul.Scalar", lower_addcmul);
-TPU_LOWERING("aten::_foreach_addcmul.ScalarList", lower_addcmul);
-TPU_LOWERING("aten::_foreach_addcmul.Tensor", lower_addcmul);
-TPU_LOWERING("aten::_foreach_addcdiv.Scalar", lower_addcdiv);
-TPU_LOWERING("aten::_foreach_addcdiv.ScalarList", lower_addcdiv);
-TPU_LOWERING("aten::_foreach_addcdiv.Tensor", lower_addcdiv);
-TPU_LOWERING("aten::_foreach_lerp.List", lower_lerp);
-TPU_LOWERING("aten::_foreach_lerp.Scalar", lower_lerp);
-TPU_LOWERING("aten::_foreach_lerp.ScalarList", lower_lerp);
-TPU_LOWERING("aten::_foreach_sqrt", lower_sqrt);
-TPU_LOWERING("aten::_foreach_rsqrt", lower_rsqrt);
-TPU_LOWERING("aten::_foreach_neg", lower_neg);
-TPU_LOWERING("aten::_foreach_abs", lower_abs);
-TPU_LOWERING("aten::_foreach_reciprocal", lower_reciprocal);
-TPU_LOWERING("aten::_foreach_zero", lower_zero);
-TPU_LOWERING("aten::_foreach_clone", lower_clone);
-TPU_LOWERING("aten::_foreach_copy", lower_copy);
-TPU_LOWERING("aten::_foreach_pow.List", lower_pow_list);
-TPU_LOWERING("aten::_foreach_pow.Scalar", lower_pow_scalar, 1u << 1);
-TPU_LOWERING("aten::_foreach_pow.ScalarAndTensor", lower_pow_scalar_and_tensor, 1u << 0);
-TPU_LOWERING("aten::_foreach_norm.Scalar", lower_norm, 1u << 1);
-TPU_LOWERING("aten::_foreach_max", lower_max);
-TPU_LOWERING("aten::_foreach_exp", lower_delegated_unary<k_exp>);
-TPU_LOWERING("aten::_foreach_expm1", lower_delegated_unary<k_expm1>);
-TPU_LOWERING("aten::_foreach_log", lower_delegated_unary<k_log>);
-TPU_LOWERING("aten::_foreach_log10", lower_delegated_unary<k_log10>);
-TPU_LOWERING("aten::_foreach_log1p", lower_delegated_unary<k_log1p>);
-TPU_LOWERING("aten::_foreach_log2", lower_delegated_unary<k_log2>);
-TPU_LOWERING("aten::_foreach_sin", lower_delegated_unary<k_sin>);
-TPU_LOWERING("aten::_foreach_cos", lower_delegated_unary<k_cos>);
-TPU_LOWERING("aten::_foreach_tan", lower_delegated_unary<k_tan>);
-TPU_LOWERING("aten::_foreach_asin", lower_delegated_unary<k_asin>);
-TPU_LOWERING("aten::_foreach_acos", lower_delegated_unary<k_acos>);
-TPU_LOWERING("aten::_foreach_atan", lower_delegated_unary<k_atan>);
-TPU_LOWERING("aten::_foreach_sinh", lower_delegated_unary<k_sinh>);
-TPU_LOWERING("aten::_foreach_cosh", lower_delegated_unary<k_cosh>);
-TPU_LOWERING("aten::_foreach_tanh", lower_delegated_unary<k_tanh>);
-TPU_LOWERING("aten::_foreach_sigmoid", lower_delegated_unary<k_sigmoid>);
-TPU_LOWERING("aten::_foreach_erf", lower_delegated_unary<k_erf>);
-TPU_LOWERING("aten::_foreach_erfc", lower_delegated_unary<k_erfc>);
-TPU_LOWERING("aten::_foreach_lgamma", lower_delegated_unary<k_lgamma>);
-TPU_LOWERING("aten::_foreach_sign", lower_delegated_unary<k_sign>);
-TPU_LOWERING("aten::_foreach_ceil", lower_delegated_unary<k_ceil>);
-TPU_LOWERING("aten::_foreach_floor", lower_delegated_unary<k_floor>);
-TPU_LOWERING("aten::_foreach_round", lower_delegated_unary<k_round>);
-TPU_LOWERING("aten::_foreach_trunc", lower_delegated_unary<k_trunc>);
-TPU_LOWERING("aten::_foreach_frac", lower_delegated_unary<k_frac>);
+TPU_LOWERING("aten::_foreach_add.List", lower_add, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::_foreach_add.Scalar", lower_add_no_alpha, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_add.ScalarList", lower_add_no_alpha, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_add.Tensor", lower_add, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::_foreach_sub.List", lower_sub, reads({"self", "other", "alpha"}));
+TPU_LOWERING("aten::_foreach_sub.Scalar", lower_sub_no_alpha, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_sub.ScalarList", lower_sub_no_alpha, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_mul.List", lower_mul, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_mul.Scalar", lower_mul, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_mul.ScalarList", lower_mul, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_mul.Tensor", lower_mul, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_div.List", lower_div, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_div.Scalar", lower_div, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_div.ScalarList", lower_div, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_div.Tensor", lower_div, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_maximum.List", lower_maximum, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_maximum.Scalar", lower_maximum, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_maximum.ScalarList", lower_maximum, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_minimum.List", lower_minimum, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_minimum.Scalar", lower_minimum, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_minimum.ScalarList", lower_minimum, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_clamp_min.List", lower_clamp_min, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_clamp_min.Scalar", lower_clamp_min, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_clamp_min.ScalarList", lower_clamp_min, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_clamp_max.List", lower_clamp_max, reads({"self", "other"}));
+TPU_LOWERING("aten::_foreach_clamp_max.Scalar", lower_clamp_max, reads({"self", "scalar"}));
+TPU_LOWERING("aten::_foreach_clamp_max.ScalarList", lower_clamp_max, reads({"self", "scalars"}));
+TPU_LOWERING("aten::_foreach_addcmul.Scalar", lower_addcmul, reads({"self", "tensor1", "tensor2", "value"}));
+TPU_LOWERING("aten::_foreach_addcmul.ScalarList", lower_addcmul,
+             reads({"self", "tensor1", "tensor2", "scalars"}));
+TPU_LOWERING("aten::_foreach_addcmul.Tensor", lower_addcmul,
+             reads({"self", "tensor1", "tensor2", "scalars"}));
+TPU_LOWERING("aten::_foreach_addcdiv.Scalar", lower_addcdiv, reads({"self", "tensor1", "tensor2", "value"}));
+TPU_LOWERING("aten::_foreach_addcdiv.ScalarList", lower_addcdiv,
+             reads({"self", "tensor1", "tensor2", "scalars"}));
+TPU_LOWERING("aten::_foreach_addcdiv.Tensor", lower_addcdiv,
+             reads({"self", "tensor1", "tensor2", "scalars"}));
+TPU_LOWERING("aten::_foreach_lerp.List", lower_lerp, reads({"self", "tensors1", "weights"}));
+TPU_LOWERING("aten::_foreach_lerp.Scalar", lower_lerp, reads({"self", "tensors1", "weight"}));
+TPU_LOWERING("aten::_foreach_lerp.ScalarList", lower_lerp, reads({"self", "tensors1", "weight"}));
+TPU_LOWERING("aten::_foreach_sqrt", lower_sqrt, reads({"self"}));
+TPU_LOWERING("aten::_foreach_rsqrt", lower_rsqrt, reads({"self"}));
+TPU_LOWERING("aten::_foreach_neg", lower_neg, reads({"self"}));
+TPU_LOWERING("aten::_foreach_abs", lower_abs, reads({"self"}));
+TPU_LOWERING("aten::_foreach_reciprocal", lower_reciprocal, reads({"self"}));
+TPU_LOWERING("aten::_foreach_zero", lower_zero, reads({"self"}));
+TPU_LOWERING("aten::_foreach_clone", lower_clone, reads({"self"}));
+TPU_LOWERING("aten::_foreach_copy", lower_copy, reads({"self", "src"}));
+TPU_LOWERING("aten::_foreach_pow.List", lower_pow_list, reads({"self", "exponent"}));
+TPU_LOWERING("aten::_foreach_pow.Scalar", lower_pow_scalar, reads({"self"}, {"exponent"}));
+TPU_LOWERING("aten::_foreach_pow.ScalarAndTensor", lower_pow_scalar_and_tensor,
+             reads({"exponent"}, {"self"}));
+TPU_LOWERING("aten::_foreach_norm.Scalar", lower_norm, reads({"self"}, {"ord"}));
+TPU_LOWERING("aten::_foreach_max", lower_max, reads({"self"}));
+TPU_LOWERING("aten::_foreach_exp", lower_delegated_unary<k_exp>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_expm1", lower_delegated_unary<k_expm1>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_log", lower_delegated_unary<k_log>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_log10", lower_delegated_unary<k_log10>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_log1p", lower_delegated_unary<k_log1p>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_log2", lower_delegated_unary<k_log2>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_sin", lower_delegated_unary<k_sin>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_cos", lower_delegated_unary<k_cos>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_tan", lower_delegated_unary<k_tan>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_asin", lower_delegated_unary<k_asin>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_acos", lower_delegated_unary<k_acos>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_atan", lower_delegated_unary<k_atan>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_sinh", lower_delegated_unary<k_sinh>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_cosh", lower_delegated_unary<k_cosh>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_tanh", lower_delegated_unary<k_tanh>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_sigmoid", lower_delegated_unary<k_sigmoid>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_erf", lower_delegated_unary<k_erf>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_erfc", lower_delegated_unary<k_erfc>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_lgamma", lower_delegated_unary<k_lgamma>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_sign", lower_delegated_unary<k_sign>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_ceil", lower_delegated_unary<k_ceil>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_floor", lower_delegated_unary<k_floor>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_round", lower_delegated_unary<k_round>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_trunc", lower_delegated_unary<k_trunc>, reads({"self"}));
+TPU_LOWERING("aten::_foreach_frac", lower_delegated_unary<k_frac>, reads({"self"}));
 
 }  // namespace tpu::lowering

@@ -17,7 +17,9 @@ using ir::Value;
 DType opmath(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 // A 0-d argument (Scalar or Tensor) as f64.
-Value f64(Ctx& c, int i) { return hlo::reshape(c.b, hlo::convert(c.b, c.tensor(i), DType::F64), {}); }
+Value f64(Ctx& c, std::string_view name) {
+  return hlo::reshape(c.b, hlo::convert(c.b, c.tensor(name), DType::F64), {});
+}
 
 Value f64_const(Ctx& c, double v) { return hlo::constant(c.b, DType::F64, v); }
 
@@ -28,7 +30,7 @@ Value splat(Ctx& c, const Value& s, DType t, const ir::Shape& shape) {
 
 // The gradient in compute type `t`, divided by the optional grad_scale argument (AMP), and the
 // same value in the gradient's own dtype, which the fused kernels write back into `grads`.
-std::pair<Value, Value> unscaled_grad(Ctx& c, const Value& grad, int grad_scale_arg, DType t) {
+std::pair<Value, Value> unscaled_grad(Ctx& c, const Value& grad, std::string_view grad_scale_arg, DType t) {
   Value g = hlo::convert(c.b, grad, t);
   if (!c.has(grad_scale_arg)) return {g, grad};
   Value scale = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(grad_scale_arg), DType::F32), {});
@@ -42,11 +44,11 @@ struct Skip {
   Value pred;  // 0-d i1
 };
 
-Skip skip_flag(Ctx& c, int found_inf_i) {
+Skip skip_flag(Ctx& c, std::string_view found_inf_arg) {
   Skip s;
-  if (!c.has(found_inf_i)) return s;
+  if (!c.has(found_inf_arg)) return s;
   s.present = true;
-  Value f = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(found_inf_i), DType::F32), {});
+  Value f = hlo::reshape(c.b, hlo::convert(c.b, c.tensor(found_inf_arg), DType::F32), {});
   s.pred = hlo::compare(c.b, f, hlo::constant(c.b, DType::F32, 1.0), "EQ");
   return s;
 }
@@ -60,19 +62,20 @@ Value finish(Ctx& c, const Skip& skip, const Value& old_value, const Value& new_
 // _fused_adam[w](self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr,
 //   beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
 std::vector<Value> adam(Ctx& c, bool adamw) {
-  const auto& params = c.arg(0).values;
-  const auto& grads = c.arg(1).values;
-  const auto& exp_avgs = c.arg(2).values;
-  const auto& exp_avg_sqs = c.arg(3).values;
-  const auto& max_sqs = c.arg(4).values;
-  const auto& steps = c.arg(5).values;
-  const bool amsgrad = c.bool_arg(11);
-  const bool maximize = c.bool_arg(12);
+  const auto& params = c.arg("self").values;
+  const auto& grads = c.arg("grads").values;
+  const auto& exp_avgs = c.arg("exp_avgs").values;
+  const auto& exp_avg_sqs = c.arg("exp_avg_sqs").values;
+  const auto& max_sqs = c.arg("max_exp_avg_sqs").values;
+  const auto& steps = c.arg("state_steps").values;
+  const bool amsgrad = c.bool_arg("amsgrad");
+  const bool maximize = c.bool_arg("maximize");
   const size_t n = params.size();
-  Skip skip = skip_flag(c, 14);
+  Skip skip = skip_flag(c, "found_inf");
 
   // Step-independent coefficients (double, as the CPU kernel).
-  Value lr = f64(c, 6), beta1 = f64(c, 7), beta2 = f64(c, 8), wd = f64(c, 9), eps = f64(c, 10);
+  Value lr = f64(c, "lr"), beta1 = f64(c, "beta1"), beta2 = f64(c, "beta2"), wd = f64(c, "weight_decay"),
+        eps = f64(c, "eps");
   Value one = f64_const(c, 1.0);
   Value c1 = hlo::sub(c.b, one, beta1);  // exp_avg_grad_coefficient
   Value c2 = hlo::sub(c.b, one, beta2);  // exp_avg_sq_grad_coefficient
@@ -94,7 +97,7 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
     Value bc2_sqrt = hlo::unary(c.b, "stablehlo.sqrt", bc2);
 
     Value p = hlo::convert(c.b, p0, t);
-    auto [g, g_stored] = unscaled_grad(c, grads[k], 13, t);
+    auto [g, g_stored] = unscaled_grad(c, grads[k], "grad_scale", t);
     if (maximize) g = hlo::neg(c.b, g);
     Value wd_zero_b = hlo::broadcast_in_dim(c.b, wd_zero, shape, {});
     if (adamw) {
@@ -145,16 +148,17 @@ std::vector<Value> lower_fused_adamw(Ctx& c) { return adam(c, true); }
 //   nesterov, maximize, is_first_step, grad_scale, found_inf). torch.optim passes an empty
 // buffer list exactly when momentum == 0.
 std::vector<Value> lower_fused_sgd(Ctx& c) {
-  const auto& params = c.arg(0).values;
-  const auto& grads = c.arg(1).values;
-  const auto& bufs = c.arg(2).values;
-  const bool nesterov = c.bool_arg(7);
-  const bool maximize = c.bool_arg(8);
-  const bool first = c.bool_arg(9);
+  const auto& params = c.arg("self").values;
+  const auto& grads = c.arg("grads").values;
+  const auto& bufs = c.arg("momentum_buffer_list").values;
+  const bool nesterov = c.bool_arg("nesterov");
+  const bool maximize = c.bool_arg("maximize");
+  const bool first = c.bool_arg("is_first_step");
   const size_t n = params.size();
-  Skip skip = skip_flag(c, 11);
+  Skip skip = skip_flag(c, "found_inf");
 
-  Value wd = f64(c, 3), momentum = f64(c, 4), lr = f64(c, 5), dampening = f64(c, 6);
+  Value wd = f64(c, "weight_decay"), momentum = f64(c, "momentum"), lr = f64(c, "lr"),
+        dampening = f64(c, "dampening");
   Value one = f64_const(c, 1.0);
   Value wd_zero = hlo::compare(c.b, wd, f64_const(c, 0.0), "EQ");
   Value mom_zero = hlo::compare(c.b, momentum, f64_const(c, 0.0), "EQ");
@@ -169,7 +173,7 @@ std::vector<Value> lower_fused_sgd(Ctx& c) {
     auto B = [&](const Value& pred) { return hlo::broadcast_in_dim(c.b, pred, shape, {}); };
 
     Value p = hlo::convert(c.b, p0, t);
-    auto [g, g_stored] = unscaled_grad(c, grads[k], 10, t);
+    auto [g, g_stored] = unscaled_grad(c, grads[k], "grad_scale", t);
     if (maximize) g = hlo::neg(c.b, g);
     g = hlo::select(c.b, B(wd_zero), g, hlo::add(c.b, g, hlo::mul(c.b, p, S(wd))));
     Value buf;
@@ -205,11 +209,27 @@ std::vector<Value> lower_fused_sgd(Ctx& c) {
 // write five (three) tensor lists. The functional forms are CompositeExplicitAutograd (clone,
 // then the in-place op), so they reach these lowerings too. Results are one per written tensor,
 // flattened in schema order, which is also what the functional forms return.
-TPU_LOWERING("aten::_fused_adam_", lower_fused_adam);
-TPU_LOWERING("aten::_fused_adam_.tensor_lr", lower_fused_adam);
-TPU_LOWERING("aten::_fused_adamw_", lower_fused_adamw);
-TPU_LOWERING("aten::_fused_adamw_.tensor_lr", lower_fused_adamw);
-TPU_LOWERING("aten::_fused_sgd_", lower_fused_sgd);
-TPU_LOWERING("aten::_fused_sgd_.tensor_lr", lower_fused_sgd);
+TPU_LOWERING("aten::_fused_adam_", lower_fused_adam,
+             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
+                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
+                    "found_inf"}));
+TPU_LOWERING("aten::_fused_adam_.tensor_lr", lower_fused_adam,
+             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
+                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
+                    "found_inf"}));
+TPU_LOWERING("aten::_fused_adamw_", lower_fused_adamw,
+             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
+                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
+                    "found_inf"}));
+TPU_LOWERING("aten::_fused_adamw_.tensor_lr", lower_fused_adamw,
+             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
+                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
+                    "found_inf"}));
+TPU_LOWERING("aten::_fused_sgd_", lower_fused_sgd,
+             reads({"self", "grads", "momentum_buffer_list", "weight_decay", "momentum", "lr", "dampening",
+                    "nesterov", "maximize", "is_first_step", "grad_scale", "found_inf"}));
+TPU_LOWERING("aten::_fused_sgd_.tensor_lr", lower_fused_sgd,
+             reads({"self", "grads", "momentum_buffer_list", "weight_decay", "momentum", "lr", "dampening",
+                    "nesterov", "maximize", "is_first_step", "grad_scale", "found_inf"}));
 
 }  // namespace tpu::lowering

@@ -11,21 +11,20 @@ namespace {
 using ir::Type;
 using ir::Value;
 
+template <bool Weighted>
 std::vector<Value> lower_bincount(Ctx& c) {
   const ir::Type& out = c.out();
-  const Value& self = c.tensor(0);
+  const Value& self = c.tensor("self");
   Value zeros = hlo::full(c.b, out, 0);
   if (self.type.numel() == 0 || out.numel() == 0) return {zeros};
-  // run_internal appends the result types as a last argument: only a Tensor there is a weight.
-  const bool weighted = c.arg(1).kind == Arg::Kind::Tensor;
-  Value ones =
-      weighted ? hlo::convert(c.b, c.tensor(1), out.dtype) : hlo::full(c.b, Type{out.dtype, self.shape()}, 1);
+  Value ones = Weighted ? hlo::convert(c.b, c.tensor("weights"), out.dtype)
+                        : hlo::full(c.b, Type{out.dtype, self.shape()}, 1);
   return {idx::scatter_along(c.b, zeros, 0, self, ones, "stablehlo.add")};
 }
 
 }  // namespace
 
-TPU_LOWERING("torch_tpu::bincount", lower_bincount);
-TPU_LOWERING("torch_tpu::bincount_weighted", lower_bincount);
+TPU_LOWERING("torch_tpu::bincount", lower_bincount<false>, reads({"self"}));
+TPU_LOWERING("torch_tpu::bincount_weighted", lower_bincount<true>, reads({"self", "weights"}));
 
 }  // namespace tpu::lowering

@@ -36,61 +36,65 @@ Value finish(Ctx& c, const Value& r, int k = 0) {
 }
 
 Value reduce_with(Ctx& c, ReduceFn fn, const std::vector<int64_t>& dims) {
-  Value x = to_acc(c, c.tensor(0), c.out().dtype);
+  Value x = to_acc(c, c.tensor("self"), c.out().dtype);
   return finish(c, fn(c.b, x, dims));
 }
 
 // sum.dim_IntList(self, dim?, keepdim, *, dtype) and sum(self, *, dtype).
 std::vector<Value> lower_sum_dim(Ctx& c) {
-  return {reduce_with(c, reduce::sum, reduce::dims_arg(c, 1, c.tensor(0).rank()))};
+  return {reduce_with(c, reduce::sum, reduce::dims_arg(c, "dim", c.tensor("self").rank()))};
 }
 std::vector<Value> lower_sum(Ctx& c) {
-  return {reduce_with(c, reduce::sum, reduce::dims_or_all({}, c.tensor(0).rank()))};
+  return {reduce_with(c, reduce::sum, reduce::dims_or_all({}, c.tensor("self").rank()))};
 }
 
 std::vector<Value> lower_nansum(Ctx& c) {
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   if (ir::is_floating(x.dtype())) x = hlo::select(c.b, reduce::isnan(c.b, x), hlo::scalar_like(c.b, x, 0), x);
   Value acc = to_acc(c, x, c.out().dtype);
-  return {finish(c, reduce::sum(c.b, acc, reduce::dims_arg(c, 1, x.rank())))};
+  return {finish(c, reduce::sum(c.b, acc, reduce::dims_arg(c, "dim", x.rank())))};
 }
 
 Value mean_of(Ctx& c, const std::vector<int64_t>& dims) {
-  Value x = to_acc(c, c.tensor(0), c.out().dtype);
+  Value x = to_acc(c, c.tensor("self"), c.out().dtype);
   Value s = reduce::sum(c.b, x, dims);
   // Divided in the accumulation type, then rounded (bf16 means match CPU bit for bit).
   double n = static_cast<double>(reduce::count(x.shape(), dims));
   return finish(c, hlo::div(c.b, s, hlo::full(c.b, s.type, n)));
 }
-std::vector<Value> lower_mean_dim(Ctx& c) { return {mean_of(c, reduce::dims_arg(c, 1, c.tensor(0).rank()))}; }
-std::vector<Value> lower_mean(Ctx& c) { return {mean_of(c, reduce::dims_or_all({}, c.tensor(0).rank()))}; }
+std::vector<Value> lower_mean_dim(Ctx& c) {
+  return {mean_of(c, reduce::dims_arg(c, "dim", c.tensor("self").rank()))};
+}
+std::vector<Value> lower_mean(Ctx& c) {
+  return {mean_of(c, reduce::dims_or_all({}, c.tensor("self").rank()))};
+}
 
 std::vector<Value> lower_prod(Ctx& c) {
-  return {reduce_with(c, reduce::prod, reduce::dims_or_all({}, c.tensor(0).rank()))};
+  return {reduce_with(c, reduce::prod, reduce::dims_or_all({}, c.tensor("self").rank()))};
 }
 std::vector<Value> lower_prod_dim(Ctx& c) {
-  return {reduce_with(c, reduce::prod, reduce::dims_arg(c, 1, c.tensor(0).rank()))};
+  return {reduce_with(c, reduce::prod, reduce::dims_arg(c, "dim", c.tensor("self").rank()))};
 }
 
 // amax/amin/max/min keep the input dtype: no accumulation type needed, NaN propagates.
 std::vector<Value> lower_amax(Ctx& c) {
-  return {finish(c, reduce::max(c.b, c.tensor(0), reduce::dims_arg(c, 1, c.tensor(0).rank())))};
+  return {finish(c, reduce::max(c.b, c.tensor("self"), reduce::dims_arg(c, "dim", c.tensor("self").rank())))};
 }
 std::vector<Value> lower_amin(Ctx& c) {
-  return {finish(c, reduce::min(c.b, c.tensor(0), reduce::dims_arg(c, 1, c.tensor(0).rank())))};
+  return {finish(c, reduce::min(c.b, c.tensor("self"), reduce::dims_arg(c, "dim", c.tensor("self").rank())))};
 }
 std::vector<Value> lower_max(Ctx& c) {
-  return {finish(c, reduce::max(c.b, c.tensor(0), reduce::dims_or_all({}, c.tensor(0).rank())))};
+  return {finish(c, reduce::max(c.b, c.tensor("self"), reduce::dims_or_all({}, c.tensor("self").rank())))};
 }
 std::vector<Value> lower_min(Ctx& c) {
-  return {finish(c, reduce::min(c.b, c.tensor(0), reduce::dims_or_all({}, c.tensor(0).rank())))};
+  return {finish(c, reduce::min(c.b, c.tensor("self"), reduce::dims_or_all({}, c.tensor("self").rank())))};
 }
 
 // aminmax(self, *, dim?, keepdim) -> (min, max)
 std::vector<Value> lower_aminmax(Ctx& c) {
-  std::vector<int64_t> dims = reduce::dims_arg(c, 1, c.tensor(0).rank());
-  return {finish(c, reduce::min(c.b, c.tensor(0), dims), 0),
-          finish(c, reduce::max(c.b, c.tensor(0), dims), 1)};
+  std::vector<int64_t> dims = reduce::dims_arg(c, "dim", c.tensor("self").rank());
+  return {finish(c, reduce::min(c.b, c.tensor("self"), dims), 0),
+          finish(c, reduce::max(c.b, c.tensor("self"), dims), 1)};
 }
 
 // x != 0 as bool (NaN counts as true, as in C++).
@@ -100,34 +104,34 @@ Value nonzero(Ctx& c, const Value& x) {
 }
 
 Value all_any(Ctx& c, const std::vector<int64_t>& dims, bool all) {
-  Value x = nonzero(c, c.tensor(0));
+  Value x = nonzero(c, c.tensor("self"));
   Value r = all ? reduce::prod(c.b, x, dims) : reduce::sum(c.b, x, dims);  // and / or on i1
   return finish(c, r);                                                     // bool, or uint8 for uint8 inputs
 }
 std::vector<Value> lower_all(Ctx& c) {
-  return {all_any(c, reduce::dims_or_all({}, c.tensor(0).rank()), true)};
+  return {all_any(c, reduce::dims_or_all({}, c.tensor("self").rank()), true)};
 }
 std::vector<Value> lower_any(Ctx& c) {
-  return {all_any(c, reduce::dims_or_all({}, c.tensor(0).rank()), false)};
+  return {all_any(c, reduce::dims_or_all({}, c.tensor("self").rank()), false)};
 }
 std::vector<Value> lower_all_dim(Ctx& c) {
-  return {all_any(c, reduce::dims_arg(c, 1, c.tensor(0).rank()), true)};
+  return {all_any(c, reduce::dims_arg(c, "dim", c.tensor("self").rank()), true)};
 }
 std::vector<Value> lower_any_dim(Ctx& c) {
-  return {all_any(c, reduce::dims_arg(c, 1, c.tensor(0).rank()), false)};
+  return {all_any(c, reduce::dims_arg(c, "dim", c.tensor("self").rank()), false)};
 }
 // all.dims / any.dims: unlike sum, an explicit empty list reduces nothing (None reduces all).
 std::vector<int64_t> dims_list_or_none(Ctx& c) {
-  if (c.has(1) && c.ints(1).empty()) return {};
-  return reduce::dims_arg(c, 1, c.tensor(0).rank());
+  if (c.has("dim") && c.ints("dim").empty()) return {};
+  return reduce::dims_arg(c, "dim", c.tensor("self").rank());
 }
 std::vector<Value> lower_all_dims(Ctx& c) { return {all_any(c, dims_list_or_none(c), true)}; }
 std::vector<Value> lower_any_dims(Ctx& c) { return {all_any(c, dims_list_or_none(c), false)}; }
 
 // count_nonzero.dim_IntList(self, dim[]): an empty list counts over every dimension.
 std::vector<Value> lower_count_nonzero(Ctx& c) {
-  Value x = hlo::convert(c.b, nonzero(c, c.tensor(0)), DType::I64);
-  return {finish(c, reduce::sum(c.b, x, reduce::dims_arg(c, 1, x.rank())))};
+  Value x = hlo::convert(c.b, nonzero(c, c.tensor("self")), DType::I64);
+  return {finish(c, reduce::sum(c.b, x, reduce::dims_arg(c, "dim", x.rank())))};
 }
 
 // logsumexp(self, dim[], keepdim): max-shifted, with infinite maxima replaced by 0 as the CPU
@@ -135,8 +139,8 @@ std::vector<Value> lower_count_nonzero(Ctx& c) {
 std::vector<Value> lower_logsumexp(Ctx& c) {
   ir::Builder& b = c.b;
   DType acc = reduce::acc_type(c.out().dtype);
-  Value x = hlo::convert(b, c.tensor(0), acc);
-  std::vector<int64_t> dims = reduce::dims_arg(c, 1, x.rank());
+  Value x = hlo::convert(b, c.tensor("self"), acc);
+  std::vector<int64_t> dims = reduce::dims_arg(c, "dim", x.rank());
   Value m = reduce::max(b, x, dims);
   Value inf_m = hlo::compare(b, hlo::unary(b, "stablehlo.abs", m), hlo::full(b, m.type, INFINITY), "EQ");
   m = hlo::select(b, inf_m, hlo::full(b, m.type, 0), m);
@@ -148,7 +152,7 @@ std::vector<Value> lower_logsumexp(Ctx& c) {
 // trace(self): the diagonal's sum. CPU accumulates in double for float (and in float for
 // bf16/f16, int64 for integers).
 std::vector<Value> lower_trace(Ctx& c) {
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   DType out = c.out().dtype;
   DType acc = out == DType::F32 ? DType::F64 : reduce::acc_type(out);
   Value v = hlo::convert(c.b, hlo::convert(c.b, x, out), acc);
@@ -161,40 +165,40 @@ std::vector<Value> lower_trace(Ctx& c) {
 // hash_tensor(self, dim[], *, keepdim, mode): the xor of the elements' 64-bit patterns, each
 // element widened to float64 (floating types) or int64 (integers, bool) first; uint64 result.
 std::vector<Value> lower_hash_tensor(Ctx& c) {
-  if (c.int_arg(3) != 0)
-    throw std::invalid_argument("Unknown hash_tensor mode: " + std::to_string(c.int_arg(3)));
-  Value x = c.tensor(0);
+  if (c.int_arg("mode") != 0)
+    throw std::invalid_argument("Unknown hash_tensor mode: " + std::to_string(c.int_arg("mode")));
+  Value x = c.tensor("self");
   if (ir::is_complex(x.dtype())) throw std::invalid_argument("hash_tensor: complex inputs are not supported");
   Value wide = hlo::convert(c.b, x, ir::is_floating(x.dtype()) ? DType::F64 : DType::I64);
   Value bits = c.b.op1("stablehlo.bitcast_convert", {wide}, ir::Type{DType::U64, wide.shape()});
-  Value h = hlo::reduce(c.b, bits, hlo::constant_int(c.b, DType::U64, 0), reduce::dims_arg(c, 1, x.rank()),
-                        "stablehlo.xor");
+  Value h = hlo::reduce(c.b, bits, hlo::constant_int(c.b, DType::U64, 0),
+                        reduce::dims_arg(c, "dim", x.rank()), "stablehlo.xor");
   return {finish(c, h)};
 }
 
 }  // namespace
 
-TPU_LOWERING("aten::sum.dim_IntList", lower_sum_dim);
-TPU_LOWERING("aten::sum", lower_sum);
-TPU_LOWERING("aten::nansum", lower_nansum);
-TPU_LOWERING("aten::mean.dim", lower_mean_dim);
-TPU_LOWERING("aten::mean", lower_mean);
-TPU_LOWERING("aten::prod", lower_prod);
-TPU_LOWERING("aten::prod.dim_int", lower_prod_dim);
-TPU_LOWERING("aten::amax", lower_amax);
-TPU_LOWERING("aten::amin", lower_amin);
-TPU_LOWERING("aten::max", lower_max);
-TPU_LOWERING("aten::min", lower_min);
-TPU_LOWERING("aten::aminmax", lower_aminmax);
-TPU_LOWERING("aten::all", lower_all);
-TPU_LOWERING("aten::any", lower_any);
-TPU_LOWERING("aten::all.dim", lower_all_dim);
-TPU_LOWERING("aten::any.dim", lower_any_dim);
-TPU_LOWERING("aten::all.dims", lower_all_dims);
-TPU_LOWERING("aten::any.dims", lower_any_dims);
-TPU_LOWERING("aten::count_nonzero.dim_IntList", lower_count_nonzero);
-TPU_LOWERING("aten::logsumexp", lower_logsumexp);
-TPU_LOWERING("aten::trace", lower_trace);
-TPU_LOWERING("aten::hash_tensor", lower_hash_tensor);
+TPU_LOWERING("aten::sum.dim_IntList", lower_sum_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::sum", lower_sum, reads({"self"}));
+TPU_LOWERING("aten::nansum", lower_nansum, reads({"self", "dim"}));
+TPU_LOWERING("aten::mean.dim", lower_mean_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::mean", lower_mean, reads({"self"}));
+TPU_LOWERING("aten::prod", lower_prod, reads({"self"}));
+TPU_LOWERING("aten::prod.dim_int", lower_prod_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::amax", lower_amax, reads({"self", "dim"}));
+TPU_LOWERING("aten::amin", lower_amin, reads({"self", "dim"}));
+TPU_LOWERING("aten::max", lower_max, reads({"self"}));
+TPU_LOWERING("aten::min", lower_min, reads({"self"}));
+TPU_LOWERING("aten::aminmax", lower_aminmax, reads({"self", "dim"}));
+TPU_LOWERING("aten::all", lower_all, reads({"self"}));
+TPU_LOWERING("aten::any", lower_any, reads({"self"}));
+TPU_LOWERING("aten::all.dim", lower_all_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::any.dim", lower_any_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::all.dims", lower_all_dims, reads({"self", "dim"}));
+TPU_LOWERING("aten::any.dims", lower_any_dims, reads({"self", "dim"}));
+TPU_LOWERING("aten::count_nonzero.dim_IntList", lower_count_nonzero, reads({"self", "dim"}));
+TPU_LOWERING("aten::logsumexp", lower_logsumexp, reads({"self", "dim"}));
+TPU_LOWERING("aten::trace", lower_trace, reads({"self"}));
+TPU_LOWERING("aten::hash_tensor", lower_hash_tensor, reads({"self", "dim", "mode"}));
 
 }  // namespace tpu::lowering

@@ -12,8 +12,8 @@ namespace {
 using ir::Value;
 
 std::vector<Value> value_index(Ctx& c, bool is_max) {
-  Value x = c.tensor(0);
-  int64_t dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  Value x = c.tensor("self");
+  int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   auto [v, i] = reduce::arg_reduce(c.b, x, dim, is_max);
   return {hlo::reshape(c.b, v, c.out(0).shape), hlo::reshape(c.b, i, c.out(1).shape)};
 }
@@ -22,10 +22,10 @@ std::vector<Value> lower_min_dim(Ctx& c) { return value_index(c, false); }
 
 // argmax(self, dim?, keepdim): without a dim, the index into the flattened tensor.
 Value arg_only(Ctx& c, bool is_max) {
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   int64_t dim = 0;
-  if (c.has(1)) {
-    dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  if (c.has("dim")) {
+    dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   } else {
     x = hlo::reshape(c.b, x, {x.type.numel()});
   }
@@ -37,9 +37,9 @@ std::vector<Value> lower_argmin(Ctx& c) { return {arg_only(c, false)}; }
 
 }  // namespace
 
-TPU_LOWERING("aten::max.dim", lower_max_dim);
-TPU_LOWERING("aten::min.dim", lower_min_dim);
-TPU_LOWERING("aten::argmax", lower_argmax);
-TPU_LOWERING("aten::argmin", lower_argmin);
+TPU_LOWERING("aten::max.dim", lower_max_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::min.dim", lower_min_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::argmax", lower_argmax, reads({"self", "dim"}));
+TPU_LOWERING("aten::argmin", lower_argmin, reads({"self", "dim"}));
 
 }  // namespace tpu::lowering

@@ -41,8 +41,8 @@ std::vector<Value> prefix(Builder& b, const std::vector<Value>& xs, const std::v
 
 // The input as a rank >= 1 value and the normalised dim.
 std::pair<Value, int64_t> input(Ctx& c) {
-  Value x = c.tensor(0);
-  int64_t dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  Value x = c.tensor("self");
+  int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   if (x.rank() == 0) x = hlo::reshape(c.b, x, {1});
   return {x, dim};
 }
@@ -127,11 +127,11 @@ std::vector<Value> lower_logcumsumexp(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::cumsum", lower_cumsum);
-TPU_LOWERING("aten::cumprod", lower_cumprod);
-TPU_LOWERING("aten::cummax", lower_cummax);
-TPU_LOWERING("aten::cummin", lower_cummin);
+TPU_LOWERING("aten::cumsum", lower_cumsum, reads({"self", "dim"}));
+TPU_LOWERING("aten::cumprod", lower_cumprod, reads({"self", "dim"}));
+TPU_LOWERING("aten::cummax", lower_cummax, reads({"self", "dim"}));
+TPU_LOWERING("aten::cummin", lower_cummin, reads({"self", "dim"}));
 // Registered on the public op: _logcumsumexp has no meta kernel for the output types.
-TPU_LOWERING("aten::logcumsumexp", lower_logcumsumexp);
+TPU_LOWERING("aten::logcumsumexp", lower_logcumsumexp, reads({"self", "dim"}));
 
 }  // namespace tpu::lowering

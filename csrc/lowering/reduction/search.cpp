@@ -63,27 +63,31 @@ Value search(Ctx& c, const Value& sequence, const Value& raw_values, bool right,
   return hlo::convert(c.b, hlo::reshape(c.b, pos, out_shape), c.out().dtype);
 }
 
-bool side_is_right(const Ctx& c, int right_i, int side_i) {
-  return c.bool_arg(right_i) || (c.has(side_i) && c.arg(side_i).s == "right");
+bool side_is_right(const Ctx& c) {
+  return c.bool_arg("right") || (c.has("side") && c.arg("side").s == "right");
 }
 
 // searchsorted.Tensor / .Scalar(sorted_sequence, self, *, out_int32, right, side, sorter)
 std::vector<Value> lower_searchsorted(Ctx& c) {
-  Value sorter = c.has(5) ? c.tensor(5) : Value{};
-  return {search(c, c.tensor(0), c.tensor(1), side_is_right(c, 3, 4), c.has(5) ? &sorter : nullptr)};
+  Value sorter = c.has("sorter") ? c.tensor("sorter") : Value{};
+  return {search(c, c.tensor("sorted_sequence"), c.tensor("self"), side_is_right(c),
+                 c.has("sorter") ? &sorter : nullptr)};
 }
 
 // bucketize.Tensor / .Scalar(self, boundaries, *, out_int32, right): searchsorted with the
 // arguments swapped (right=True puts values equal to a boundary after it).
 std::vector<Value> lower_bucketize(Ctx& c) {
-  return {search(c, c.tensor(1), c.tensor(0), c.bool_arg(3), nullptr)};
+  return {search(c, c.tensor("boundaries"), c.tensor("self"), c.bool_arg("right"), nullptr)};
 }
 
 // isin(elements, test_elements, *, assume_unique, invert): every element against every test
 // element in their result dtype (a Python number does not widen it), as CPU's brute force does.
 std::vector<Value> lower_isin(Ctx& c) {
-  DType t = result_type(c, {0, 1});
-  Value elements = hlo::convert(c.b, c.tensor(0), t), tests = hlo::convert(c.b, c.tensor(1), t);
+  // isin.Scalar_Tensor calls its scalar `element`, isin.Tensor_Scalar its scalar `test_element`.
+  std::string_view first = c.declared_one_of({"elements", "element"});
+  std::string_view second = c.declared_one_of({"test_elements", "test_element"});
+  DType t = result_type(c, {first, second});
+  Value elements = hlo::convert(c.b, c.tensor(first), t), tests = hlo::convert(c.b, c.tensor(second), t);
   const Shape& shape = elements.shape();
   const int64_t m = tests.type.numel();
   Shape pairs = shape;
@@ -94,7 +98,7 @@ std::vector<Value> lower_isin(Ctx& c) {
   Value k =
       hlo::broadcast_in_dim(c.b, hlo::reshape(c.b, tests, {m}), pairs, {static_cast<int64_t>(shape.size())});
   Value found = reduce::max(c.b, hlo::compare(c.b, e, k, "EQ"), {static_cast<int64_t>(shape.size())});
-  if (c.bool_arg(3)) found = hlo::logical_not(c.b, found);
+  if (c.bool_arg("invert")) found = hlo::logical_not(c.b, found);
   return {found};
 }
 
@@ -104,11 +108,12 @@ std::vector<Value> lower_isin(Ctx& c) {
 // top edge belonging to the last bin; NaN and out-of-range elements are not counted.
 std::vector<Value> lower_histc(Ctx& c) {
   const Type& out = c.out();
-  const int64_t bins = c.int_arg(1);
-  Value x = hlo::reshape(c.b, c.tensor(0), {c.tensor(0).type.numel()});
+  const int64_t bins = c.int_arg("bins");
+  Value x = hlo::reshape(c.b, c.tensor("self"), {c.tensor("self").type.numel()});
   const DType t = x.dtype();
   Type scalar{DType::F64, {}};
-  Value lo = hlo::convert(c.b, c.tensor(2), DType::F64), hi = hlo::convert(c.b, c.tensor(3), DType::F64);
+  Value lo = hlo::convert(c.b, c.tensor("min"), DType::F64),
+        hi = hlo::convert(c.b, c.tensor("max"), DType::F64);
   if (x.type.numel() > 0) {
     Value same = hlo::compare(c.b, lo, hi, "EQ");
     lo = hlo::select(c.b, same, hlo::convert(c.b, reduce::min(c.b, x, {0}), DType::F64), lo);
@@ -141,7 +146,7 @@ std::vector<Value> lower_histc(Ctx& c) {
 // the number of running totals of repeats <= j (the result length was read on the host).
 std::vector<Value> lower_repeat_interleave(Ctx& c) {
   const ir::Type& out = c.out();
-  Value repeats = hlo::convert(c.b, c.tensor(0), DType::I64);
+  Value repeats = hlo::convert(c.b, c.tensor("repeats"), DType::I64);
   const int64_t n = repeats.shape()[0];
   if (n == 0 || out.numel() == 0) return {hlo::full(c.b, out, 0)};
   Value totals =
@@ -156,14 +161,16 @@ std::vector<Value> lower_repeat_interleave(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("torch_tpu::repeat_interleave", lower_repeat_interleave);
-TPU_LOWERING("aten::searchsorted.Tensor", lower_searchsorted);
-TPU_LOWERING("aten::searchsorted.Scalar", lower_searchsorted);
-TPU_LOWERING("aten::bucketize.Tensor", lower_bucketize);
-TPU_LOWERING("aten::bucketize.Scalar", lower_bucketize);
-TPU_LOWERING("aten::isin.Tensor_Tensor", lower_isin);
-TPU_LOWERING("aten::isin.Tensor_Scalar", lower_isin);
-TPU_LOWERING("aten::isin.Scalar_Tensor", lower_isin);
-TPU_LOWERING("aten::histc", lower_histc);
+TPU_LOWERING("torch_tpu::repeat_interleave", lower_repeat_interleave, reads({"repeats"}));
+TPU_LOWERING("aten::searchsorted.Tensor", lower_searchsorted,
+             reads({"sorted_sequence", "self", "right", "side", "sorter"}));
+TPU_LOWERING("aten::searchsorted.Scalar", lower_searchsorted,
+             reads({"sorted_sequence", "self", "right", "side", "sorter"}));
+TPU_LOWERING("aten::bucketize.Tensor", lower_bucketize, reads({"self", "boundaries", "right"}));
+TPU_LOWERING("aten::bucketize.Scalar", lower_bucketize, reads({"self", "boundaries", "right"}));
+TPU_LOWERING("aten::isin.Tensor_Tensor", lower_isin, reads({"elements", "test_elements", "invert"}));
+TPU_LOWERING("aten::isin.Tensor_Scalar", lower_isin, reads({"elements", "test_element", "invert"}));
+TPU_LOWERING("aten::isin.Scalar_Tensor", lower_isin, reads({"element", "test_elements", "invert"}));
+TPU_LOWERING("aten::histc", lower_histc, reads({"self", "bins", "min", "max"}));
 
 }  // namespace tpu::lowering

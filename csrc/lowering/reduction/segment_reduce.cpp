@@ -138,30 +138,30 @@ Value reduce_segments(ir::Builder& b, const Segments& g, const Value& x, const s
 
 // segment_reduce(data, reduce, *, lengths, indices, offsets, axis, unsafe, initial)
 std::vector<Value> lower_segment_reduce(Ctx& c) {
-  const Value& data = c.tensor(0);
-  const std::string& reduce = c.arg(1).s;
-  const int64_t axis = hlo::wrap_dim(c.int_arg(5), data.rank());
-  Segments g =
-      segments(c.b, data.shape(), axis, c.has(2) ? c.tensor(2) : Value(), c.has(4) ? c.tensor(4) : Value());
+  const Value& data = c.tensor("data");
+  const std::string& reduce = c.arg("reduce").s;
+  const int64_t axis = hlo::wrap_dim(c.int_arg("axis"), data.rank());
+  Segments g = segments(c.b, data.shape(), axis, c.has("lengths") ? c.tensor("lengths") : Value(),
+                        c.has("offsets") ? c.tensor("offsets") : Value());
   // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
   const DType acc = c.out().dtype;
   Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
-  Value r = reduce_segments(c.b, g, x, reduce, c.has(7), c.has(7) ? c.arg(7).d : 0);
+  Value r = reduce_segments(c.b, g, x, reduce, c.has("initial"), c.has("initial") ? c.arg("initial").d : 0);
   return {hlo::reshape(c.b, hlo::convert(c.b, r, c.out().dtype), c.out().shape)};
 }
 
 // _segment_reduce_backward(grad, output, data, reduce, *, lengths, offsets, axis, initial)
 std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
-  const Value& data = c.tensor(2);
-  const std::string& reduce = c.arg(3).s;
-  const int64_t axis = hlo::wrap_dim(c.int_arg(6), data.rank());
-  Segments g =
-      segments(c.b, data.shape(), axis, c.has(4) ? c.tensor(4) : Value(), c.has(5) ? c.tensor(5) : Value());
+  const Value& data = c.tensor("data");
+  const std::string& reduce = c.arg("reduce").s;
+  const int64_t axis = hlo::wrap_dim(c.int_arg("axis"), data.rank());
+  Segments g = segments(c.b, data.shape(), axis, c.has("lengths") ? c.tensor("lengths") : Value(),
+                        c.has("offsets") ? c.tensor("offsets") : Value());
   // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
   const DType acc = c.out().dtype;
   Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
-  Value gy = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(0), {g.b, g.m, g.i}), acc);
-  Value y = hlo::convert(c.b, hlo::reshape(c.b, c.tensor(1), {g.b, g.m, g.i}), acc);
+  Value gy = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("grad"), {g.b, g.m, g.i}), acc);
+  Value y = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("output"), {g.b, g.m, g.i}), acc);
   Value valid = bcast_inner(c.b, g.valid, g.i);
   Value zeros = hlo::full(c.b, x.type, 0);
   Value gx = gather_segments(c.b, g, gy);
@@ -186,7 +186,7 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
   } else {  // prod
     // Nonzero x: grad * y / x. A zero x: grad times the product of the others, which is the
     // product of the nonzero rest (with initial) when x is the segment's only zero, else 0.
-    const double start = c.has(7) ? c.arg(7).d : 1.0;
+    const double start = c.has("initial") ? c.arg("initial").d : 1.0;
     Value is_zero = hlo::compare(c.b, x, zeros, "EQ");
     Value nz = hlo::select(c.b, hlo::binary(c.b, "stablehlo.and", valid, hlo::logical_not(c.b, is_zero)), x,
                            hlo::full(c.b, x.type, 1));
@@ -206,7 +206,9 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::segment_reduce", lower_segment_reduce, 0b10000000);
-TPU_LOWERING("aten::_segment_reduce_backward", lower_segment_reduce_backward, 0b10000000);
+TPU_LOWERING("aten::segment_reduce", lower_segment_reduce,
+             reads({"data", "reduce", "lengths", "offsets", "axis"}, {"initial"}));
+TPU_LOWERING("aten::_segment_reduce_backward", lower_segment_reduce_backward,
+             reads({"grad", "output", "data", "reduce", "lengths", "offsets", "axis"}, {"initial"}));
 
 }  // namespace tpu::lowering

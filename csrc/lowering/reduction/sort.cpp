@@ -42,7 +42,7 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
 namespace {
 
 std::vector<Value> sort_impl(Ctx& c, int64_t dim_arg, bool descending) {
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   int64_t dim = hlo::wrap_dim(dim_arg, x.rank());
   if (x.rank() == 0) x = hlo::reshape(c.b, x, {1});
   auto [v, i] = sort_with_indices(c.b, x, dim, descending);
@@ -50,18 +50,20 @@ std::vector<Value> sort_impl(Ctx& c, int64_t dim_arg, bool descending) {
 }
 
 // sort.stable(self, *, stable?, dim, descending)
-std::vector<Value> lower_sort_stable(Ctx& c) { return sort_impl(c, c.int_arg(2), c.bool_arg(3)); }
+std::vector<Value> lower_sort_stable(Ctx& c) {
+  return sort_impl(c, c.int_arg("dim"), c.bool_arg("descending"));
+}
 // sort(self, dim, descending)
-std::vector<Value> lower_sort(Ctx& c) { return sort_impl(c, c.int_arg(1), c.bool_arg(2)); }
+std::vector<Value> lower_sort(Ctx& c) { return sort_impl(c, c.int_arg("dim"), c.bool_arg("descending")); }
 
 // topk(self, k, dim, largest, sorted): the first k of a full sort (sorted order is a valid
 // answer for sorted=False).
 std::vector<Value> lower_topk(Ctx& c) {
-  Value x = c.tensor(0);
-  int64_t k = c.int_arg(1);
-  int64_t dim = hlo::wrap_dim(c.int_arg(2), x.rank());
+  Value x = c.tensor("self");
+  int64_t k = c.int_arg("k");
+  int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   if (x.rank() == 0) x = hlo::reshape(c.b, x, {1});
-  auto [v, i] = sort_with_indices(c.b, x, dim, c.bool_arg(3));
+  auto [v, i] = sort_with_indices(c.b, x, dim, c.bool_arg("largest"));
   v = hlo::slice_dim(c.b, v, dim, 0, k);
   i = hlo::slice_dim(c.b, i, dim, 0, k);
   return {hlo::reshape(c.b, v, c.out(0).shape), hlo::reshape(c.b, i, c.out(1).shape)};
@@ -103,7 +105,7 @@ std::pair<Value, Value> median_along(Builder& b, const Value& x, int64_t dim, St
 
 // median(self) / nanmedian(self): over the flattened tensor.
 Value median_all(Ctx& c, Stat stat) {
-  Value x = hlo::reshape(c.b, c.tensor(0), {c.tensor(0).type.numel()});
+  Value x = hlo::reshape(c.b, c.tensor("self"), {c.tensor("self").type.numel()});
   return hlo::reshape(c.b, median_along(c.b, x, 0, stat).first, c.out().shape);
 }
 std::vector<Value> lower_median(Ctx& c) { return {median_all(c, Stat::Median)}; }
@@ -111,8 +113,8 @@ std::vector<Value> lower_nanmedian(Ctx& c) { return {median_all(c, Stat::NanMedi
 
 // median.dim / nanmedian.dim(self, dim, keepdim) -> (values, indices)
 std::vector<Value> median_dim(Ctx& c, Stat stat) {
-  Value x = c.tensor(0);
-  int64_t dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  Value x = c.tensor("self");
+  int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   if (x.rank() == 0) x = hlo::reshape(c.b, x, {1});
   auto [v, i] = median_along(c.b, x, dim, stat);
   return {hlo::reshape(c.b, v, c.out(0).shape), hlo::reshape(c.b, i, c.out(1).shape)};
@@ -122,9 +124,9 @@ std::vector<Value> lower_nanmedian_dim(Ctx& c) { return median_dim(c, Stat::NanM
 
 // kthvalue(self, k, dim, keepdim): the k-th smallest (1-based) of a stable sort, NaN last.
 std::vector<Value> lower_kthvalue(Ctx& c) {
-  Value x = c.tensor(0);
-  int64_t k = c.int_arg(1);
-  int64_t dim = hlo::wrap_dim(c.int_arg(2), x.rank());
+  Value x = c.tensor("self");
+  int64_t k = c.int_arg("k");
+  int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   if (x.rank() == 0) x = hlo::reshape(c.b, x, {1});
   auto [v, i] = sort_with_indices(c.b, x, dim, false);
   v = hlo::slice_dim(c.b, v, dim, k - 1, k);
@@ -137,8 +139,8 @@ std::vector<Value> lower_kthvalue(Ctx& c) {
 // sorts, then scans the runs of equal values (NaN never equals NaN, so each NaN is its own run).
 std::vector<Value> lower_mode(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
-  int64_t dim = hlo::wrap_dim(c.int_arg(1), x.rank());
+  Value x = c.tensor("self");
+  int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   if (x.rank() == 0) x = hlo::reshape(b, x, {1});
   const int64_t n = x.dim(dim);
   auto [v, i] = sort_with_indices(b, x, dim, false);
@@ -173,14 +175,14 @@ std::vector<Value> lower_mode(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::median", lower_median);
-TPU_LOWERING("aten::nanmedian", lower_nanmedian);
-TPU_LOWERING("aten::median.dim", lower_median_dim);
-TPU_LOWERING("aten::nanmedian.dim", lower_nanmedian_dim);
-TPU_LOWERING("aten::kthvalue", lower_kthvalue);
-TPU_LOWERING("aten::sort.stable", lower_sort_stable);
-TPU_LOWERING("aten::sort", lower_sort);
-TPU_LOWERING("aten::topk", lower_topk);
-TPU_LOWERING("aten::mode", lower_mode);
+TPU_LOWERING("aten::median", lower_median, reads({"self"}));
+TPU_LOWERING("aten::nanmedian", lower_nanmedian, reads({"self"}));
+TPU_LOWERING("aten::median.dim", lower_median_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::nanmedian.dim", lower_nanmedian_dim, reads({"self", "dim"}));
+TPU_LOWERING("aten::kthvalue", lower_kthvalue, reads({"self", "k", "dim"}));
+TPU_LOWERING("aten::sort.stable", lower_sort_stable, reads({"self", "dim", "descending"}));
+TPU_LOWERING("aten::sort", lower_sort, reads({"self", "dim", "descending"}));
+TPU_LOWERING("aten::topk", lower_topk, reads({"self", "k", "dim", "largest"}));
+TPU_LOWERING("aten::mode", lower_mode, reads({"self", "dim"}));
 
 }  // namespace tpu::lowering

@@ -38,16 +38,17 @@ struct Moments {
 // max(N - correction, 0) (so N <= correction gives inf or NaN, as on CPU).
 Moments moments(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   x = hlo::convert(b, x, reduce::acc_type(x.dtype()));
-  std::vector<int64_t> dims = reduce::dims_arg(c, 1, x.rank());
+  std::vector<int64_t> dims = reduce::dims_arg(c, "dim", x.rank());
   DType real = ir::real_type(x.dtype());
   int64_t n = reduce::count(x.shape(), dims);
   Value sum = reduce::sum(b, x, dims);
   Value mean = hlo::div(b, sum, hlo::full(b, sum.type, static_cast<double>(n)));
   Value dev = hlo::sub(b, x, reduce::expand_back(b, mean, x.shape(), dims));
   Value m2 = reduce::sum(b, abs2(b, dev), dims);
-  Value corr = c.has(2) ? hlo::convert(b, c.tensor(2), real) : hlo::constant(b, real, 1);
+  Value corr =
+      c.has("correction") ? hlo::convert(b, c.tensor("correction"), real) : hlo::constant(b, real, 1);
   Value dof = hlo::max(b, hlo::sub(b, hlo::constant(b, real, static_cast<double>(n)), corr),
                        hlo::constant(b, real, 0));
   Value var = hlo::div(b, m2, hlo::broadcast_in_dim(b, dof, m2.shape(), {}));
@@ -73,9 +74,9 @@ std::vector<Value> lower_std_mean(Ctx& c) {
 }
 
 // The static `ord`/`p` argument: an int scalar arrives in Arg::i, a float one in Arg::d.
-double static_p(const Ctx& c, int i, double dflt) {
-  if (!c.has(i)) return dflt;
-  const Arg& a = c.arg(i);
+double static_p(const Ctx& c, std::string_view name, double dflt) {
+  if (!c.has(name)) return dflt;
+  const Arg& a = c.arg(name);
   return a.d != 0 ? a.d : static_cast<double>(a.i);
 }
 
@@ -97,7 +98,7 @@ Value p_norm(Builder& b, const Value& x, double p, const std::vector<int64_t>& d
 Value vector_norm(Ctx& c, double p, const std::vector<int64_t>& dims) {
   Builder& b = c.b;
   DType out = c.out().dtype;
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   // The input is cast to the result dtype (`dtype=`, or the input's own) and accumulated in
   // float for bf16/f16; complex inputs stay complex of the matching width.
   DType acc = reduce::acc_type(out);
@@ -111,15 +112,15 @@ Value vector_norm(Ctx& c, double p, const std::vector<int64_t>& dims) {
 
 // linalg_vector_norm(self, ord, dim?, keepdim, *, dtype)
 std::vector<Value> lower_linalg_vector_norm(Ctx& c) {
-  return {vector_norm(c, static_p(c, 1, 2), reduce::dims_arg(c, 2, c.tensor(0).rank()))};
+  return {vector_norm(c, static_p(c, "ord", 2), reduce::dims_arg(c, "dim", c.tensor("self").rank()))};
 }
 // norm.ScalarOpt_dim(self, p?, dim[], keepdim) and norm.ScalarOpt_dim_dtype(..., *, dtype)
 std::vector<Value> lower_norm_dim(Ctx& c) {
-  return {vector_norm(c, static_p(c, 1, 2), reduce::dims_arg(c, 2, c.tensor(0).rank()))};
+  return {vector_norm(c, static_p(c, "p", 2), reduce::dims_arg(c, "dim", c.tensor("self").rank()))};
 }
 // norm.Scalar(self, p) and norm.ScalarOpt_dtype(self, p?, *, dtype): every dimension.
 std::vector<Value> lower_norm_all(Ctx& c) {
-  return {vector_norm(c, static_p(c, 1, 2), reduce::dims_or_all({}, c.tensor(0).rank()))};
+  return {vector_norm(c, static_p(c, "p", 2), reduce::dims_or_all({}, c.tensor("self").rank()))};
 }
 
 // renorm(self, p, dim, maxnorm): every slice along `dim` whose p-norm (over the other dims, in
@@ -127,14 +128,14 @@ std::vector<Value> lower_norm_all(Ctx& c) {
 // the factor is rounded to the input dtype before the product.
 std::vector<Value> lower_renorm(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor(0);
+  Value x = c.tensor("self");
   const DType t = x.dtype(), acc = reduce::acc_type(t);
-  const int64_t dim = hlo::wrap_dim(c.int_arg(2), x.rank());
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.rank(); ++d)
     if (d != dim) dims.push_back(d);
-  Value norm = p_norm(b, hlo::convert(b, x, acc), static_p(c, 1, 2), dims);
-  Value maxnorm = hlo::broadcast_to(b, hlo::convert(b, c.tensor(3), acc), norm.shape());
+  Value norm = p_norm(b, hlo::convert(b, x, acc), static_p(c, "p", 2), dims);
+  Value maxnorm = hlo::broadcast_to(b, hlo::convert(b, c.tensor("maxnorm"), acc), norm.shape());
   Value scale = hlo::div(b, maxnorm, hlo::add(b, norm, hlo::scalar_like(b, norm, 1e-7)));
   Value factor = hlo::select(b, hlo::compare(b, norm, maxnorm, "GT"), scale, hlo::scalar_like(b, norm, 1));
   factor = hlo::broadcast_in_dim(b, hlo::convert(b, factor, t), x.shape(), {dim});
@@ -145,15 +146,15 @@ constexpr uint32_t kStaticP = 1u << 1;
 
 }  // namespace
 
-TPU_LOWERING("aten::var.correction", lower_var);
-TPU_LOWERING("aten::std.correction", lower_std);
-TPU_LOWERING("aten::var_mean.correction", lower_var_mean);
-TPU_LOWERING("aten::std_mean.correction", lower_std_mean);
-TPU_LOWERING("aten::linalg_vector_norm", lower_linalg_vector_norm, kStaticP);
-TPU_LOWERING("aten::norm.ScalarOpt_dim", lower_norm_dim, kStaticP);
-TPU_LOWERING("aten::norm.ScalarOpt_dim_dtype", lower_norm_dim, kStaticP);
-TPU_LOWERING("aten::norm.Scalar", lower_norm_all, kStaticP);
-TPU_LOWERING("aten::norm.ScalarOpt_dtype", lower_norm_all, kStaticP);
-TPU_LOWERING("aten::renorm", lower_renorm, kStaticP);
+TPU_LOWERING("aten::var.correction", lower_var, reads({"self", "dim", "correction"}));
+TPU_LOWERING("aten::std.correction", lower_std, reads({"self", "dim", "correction"}));
+TPU_LOWERING("aten::var_mean.correction", lower_var_mean, reads({"self", "dim", "correction"}));
+TPU_LOWERING("aten::std_mean.correction", lower_std_mean, reads({"self", "dim", "correction"}));
+TPU_LOWERING("aten::linalg_vector_norm", lower_linalg_vector_norm, reads({"self", "dim"}, {"ord"}));
+TPU_LOWERING("aten::norm.ScalarOpt_dim", lower_norm_dim, reads({"self", "dim"}, {"p"}));
+TPU_LOWERING("aten::norm.ScalarOpt_dim_dtype", lower_norm_dim, reads({"self", "dim"}, {"p"}));
+TPU_LOWERING("aten::norm.Scalar", lower_norm_all, reads({"self"}, {"p"}));
+TPU_LOWERING("aten::norm.ScalarOpt_dtype", lower_norm_all, reads({"self"}, {"p"}));
+TPU_LOWERING("aten::renorm", lower_renorm, reads({"self", "dim", "maxnorm"}, {"p"}));
 
 }  // namespace tpu::lowering

@@ -29,7 +29,7 @@ struct Runs {
 
 Runs runs(Ctx& c, bool sorted) {
   Runs r;
-  r.rows = c.tensor(0);
+  r.rows = c.tensor("self");
   r.n = r.rows.shape()[0];
   const int64_t rest = r.rows.shape()[1];
   Type flags{DType::I64, {r.n}};
@@ -87,9 +87,9 @@ std::vector<Value> lower_unique_consecutive(Ctx& c) { return unique_results(c, f
 
 }  // namespace
 
-TPU_LOWERING("torch_tpu::unique_count", lower_unique_count);
-TPU_LOWERING("torch_tpu::unique_consecutive_count", lower_unique_consecutive_count);
-TPU_LOWERING("torch_tpu::unique", lower_unique);
-TPU_LOWERING("torch_tpu::unique_consecutive", lower_unique_consecutive);
+TPU_LOWERING("torch_tpu::unique_count", lower_unique_count, reads({"self"}));
+TPU_LOWERING("torch_tpu::unique_consecutive_count", lower_unique_consecutive_count, reads({"self"}));
+TPU_LOWERING("torch_tpu::unique", lower_unique, reads({"self"}));
+TPU_LOWERING("torch_tpu::unique_consecutive", lower_unique_consecutive, reads({"self"}));
 
 }  // namespace tpu::lowering

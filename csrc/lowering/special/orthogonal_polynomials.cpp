@@ -62,7 +62,7 @@ enum class Kind { T, U, V, W };
 // Chebyshev polynomials of the four kinds in y (y = 2x - 1 for the shifted ones).
 Vs chebyshev(Ctx& ctx, Kind kind, bool shifted, const char* name) {
   Value needs;
-  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& a) {
+  Vs out = compute(ctx, {"x", "n"}, [&](Builder& b, const Vs& a) {
     Value x = a[0], n = trunc(b, a[1]);
     Value y = shifted ? add_c(b, hlo::add(b, x, x), -1) : x;
     Value one = cst(b, y, 1);
@@ -167,7 +167,7 @@ Vs lower_shifted_w(Ctx& ctx) { return chebyshev(ctx, Kind::W, true, "shifted_che
 template <bool Physicists>
 Vs lower_hermite(Ctx& ctx) {
   Value needs;
-  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& a) {
+  Vs out = compute(ctx, {"x", "n"}, [&](Builder& b, const Vs& a) {
     Value x = a[0];
     // NaN and infinite degrees count as -1, as on CPU.
     Value n = hlo::select(b, or_(b, is_nan(b, a[1]), is_inf(b, a[1])), cst(b, a[1], -1), trunc(b, a[1]));
@@ -190,7 +190,7 @@ Vs lower_hermite(Ctx& ctx) {
 
 Vs lower_laguerre(Ctx& ctx) {
   Value needs;
-  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& a) {
+  Vs out = compute(ctx, {"x", "n"}, [&](Builder& b, const Vs& a) {
     Value x = a[0], n = trunc(b, a[1]);
     Value one = cst(b, x, 1);
     Value one_minus_x = hlo::sub(b, one, x);
@@ -209,7 +209,7 @@ Vs lower_laguerre(Ctx& ctx) {
 
 Vs lower_legendre(Ctx& ctx) {
   Value needs;
-  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& a) {
+  Vs out = compute(ctx, {"x", "n"}, [&](Builder& b, const Vs& a) {
     Value x = a[0], n = trunc(b, a[1]);
     Value one = cst(b, x, 1);
     Value rec = recurrence(b, n, one, x, [&](int j, const Value& p, const Value& q) {
@@ -229,17 +229,17 @@ Vs lower_legendre(Ctx& ctx) {
 
 }  // namespace
 
-TPU_LOWERING("aten::special_chebyshev_polynomial_t", lower_chebyshev_t);
-TPU_LOWERING("aten::special_chebyshev_polynomial_u", lower_chebyshev_u);
-TPU_LOWERING("aten::special_chebyshev_polynomial_v", lower_chebyshev_v);
-TPU_LOWERING("aten::special_chebyshev_polynomial_w", lower_chebyshev_w);
-TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_t", lower_shifted_t);
-TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_u", lower_shifted_u);
-TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_v", lower_shifted_v);
-TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_w", lower_shifted_w);
-TPU_LOWERING("aten::special_hermite_polynomial_h", lower_hermite<true>);
-TPU_LOWERING("aten::special_hermite_polynomial_he", lower_hermite<false>);
-TPU_LOWERING("aten::special_laguerre_polynomial_l", lower_laguerre);
-TPU_LOWERING("aten::special_legendre_polynomial_p", lower_legendre);
+TPU_LOWERING("aten::special_chebyshev_polynomial_t", lower_chebyshev_t, reads({"x", "n"}));
+TPU_LOWERING("aten::special_chebyshev_polynomial_u", lower_chebyshev_u, reads({"x", "n"}));
+TPU_LOWERING("aten::special_chebyshev_polynomial_v", lower_chebyshev_v, reads({"x", "n"}));
+TPU_LOWERING("aten::special_chebyshev_polynomial_w", lower_chebyshev_w, reads({"x", "n"}));
+TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_t", lower_shifted_t, reads({"x", "n"}));
+TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_u", lower_shifted_u, reads({"x", "n"}));
+TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_v", lower_shifted_v, reads({"x", "n"}));
+TPU_LOWERING("aten::special_shifted_chebyshev_polynomial_w", lower_shifted_w, reads({"x", "n"}));
+TPU_LOWERING("aten::special_hermite_polynomial_h", lower_hermite<true>, reads({"x", "n"}));
+TPU_LOWERING("aten::special_hermite_polynomial_he", lower_hermite<false>, reads({"x", "n"}));
+TPU_LOWERING("aten::special_laguerre_polynomial_l", lower_laguerre, reads({"x", "n"}));
+TPU_LOWERING("aten::special_legendre_polynomial_p", lower_legendre, reads({"x", "n"}));
 
 }  // namespace tpu::lowering

@@ -75,9 +75,9 @@ void require_zeta_domain(Ctx& ctx, const Value& unsupported, const char* name) {
 }
 
 Vs lower_polygamma(Ctx& ctx) {
-  int64_t n = ctx.int_arg(0);
+  int64_t n = ctx.int_arg("n");
   Value unsupported;
-  Vs out = compute(ctx, {1}, [&](Builder& b, const Vs& x) {
+  Vs out = compute(ctx, {"self"}, [&](Builder& b, const Vs& x) {
     unsupported = special::zeta_unsupported(b, x[0]);
     return special::polygamma(b, n, x[0]);
   });
@@ -89,10 +89,10 @@ Vs lower_polygamma(Ctx& ctx) {
 // in CPU's order (i from p - 1 down to 0). Lowered directly (not through CPU's composite, which
 // builds the offsets with arange), with the composite's argument checks.
 Vs lower_mvlgamma(Ctx& ctx) {
-  int64_t p = ctx.int_arg(1);
+  int64_t p = ctx.int_arg("p");
   if (p < 1) throw std::invalid_argument("p has to be greater than or equal to 1");
   Value domain;
-  Vs out = compute(ctx, {0}, [&](Builder& b, const Vs& x) {
+  Vs out = compute(ctx, {"self"}, [&](Builder& b, const Vs& x) {
     Value sum;
     for (int64_t i = p - 1; i >= 0; --i) {
       Value term = special::lgamma(b, add_c(b, x[0], -0.5 * static_cast<double>(i)));
@@ -111,7 +111,7 @@ Vs lower_mvlgamma(Ctx& ctx) {
 // special_zeta(self = s, other = q)
 Vs lower_zeta(Ctx& ctx) {
   Value unsupported;
-  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& x) {
+  Vs out = compute(ctx, {"self", "other"}, [&](Builder& b, const Vs& x) {
     // Only integer s are defined for q < 0.
     Value s_int = hlo::compare(b, x[0], hlo::unary(b, "stablehlo.floor", x[0]), "EQ");
     unsupported = and_(b, special::zeta_unsupported(b, x[1]), s_int);
@@ -125,7 +125,7 @@ Vs lower_zeta(Ctx& ctx) {
 template <bool Upper>
 Vs lower_incomplete_gamma(Ctx& ctx) {
   Value unsupported;
-  Vs out = compute(ctx, {0, 1}, [&](Builder& b, const Vs& x) {
+  Vs out = compute(ctx, {"self", "other"}, [&](Builder& b, const Vs& x) {
     unsupported = special::incomplete_gamma_unsupported(b, x[0], x[1]);
     return special::incomplete_gamma(b, x[0], x[1], Upper);
   });
@@ -139,7 +139,7 @@ Vs lower_incomplete_gamma(Ctx& ctx) {
 
 // xlog1py(x, y) = x * log1p(y), 0 where x == 0 unless y is NaN.
 Vs lower_xlog1py(Ctx& ctx) {
-  return compute(ctx, {0, 1}, [](Builder& b, const Vs& x) {
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) {
     Value r = hlo::mul(b, x[0], log1p(b, x[1]));
     r = hlo::select(b, eq(b, x[0], 0), cst(b, r, 0), r);
     return hlo::select(b, is_nan(b, x[1]), x[1], r);
@@ -148,33 +148,33 @@ Vs lower_xlog1py(Ctx& ctx) {
 
 }  // namespace
 
-TPU_LOWERING("aten::lgamma", ew::unary<lgamma_>);
-TPU_LOWERING("aten::digamma", ew::unary<digamma_>);
-TPU_LOWERING("aten::polygamma", lower_polygamma);
-TPU_LOWERING("aten::mvlgamma", lower_mvlgamma);
-TPU_LOWERING("aten::special_zeta", lower_zeta);
-TPU_LOWERING("aten::igamma", lower_incomplete_gamma<false>);
-TPU_LOWERING("aten::igammac", lower_incomplete_gamma<true>);
-TPU_LOWERING("aten::i0", ew::unary<i0_>);
-TPU_LOWERING("aten::special_i0e", ew::unary<i0e_>);
-TPU_LOWERING("aten::special_i1", ew::unary<i1_>);
-TPU_LOWERING("aten::special_i1e", ew::unary<i1e_>);
-TPU_LOWERING("aten::special_modified_bessel_i0", ew::unary<i0_>);
-TPU_LOWERING("aten::special_modified_bessel_i1", ew::unary<i1_>);
-TPU_LOWERING("aten::special_modified_bessel_k0", ew::unary<k0_>);
-TPU_LOWERING("aten::special_modified_bessel_k1", ew::unary<k1_>);
-TPU_LOWERING("aten::special_scaled_modified_bessel_k0", ew::unary<k0e_>);
-TPU_LOWERING("aten::special_scaled_modified_bessel_k1", ew::unary<k1e_>);
-TPU_LOWERING("aten::special_bessel_j0", ew::unary<j0_>);
-TPU_LOWERING("aten::special_bessel_j1", ew::unary<j1_>);
-TPU_LOWERING("aten::special_bessel_y0", ew::unary<y0_>);
-TPU_LOWERING("aten::special_bessel_y1", ew::unary<y1_>);
-TPU_LOWERING("aten::special_spherical_bessel_j0", ew::unary<spherical_j0_>);
-TPU_LOWERING("aten::special_airy_ai", ew::unary<airy_ai_>);
-TPU_LOWERING("aten::special_erfcx", ew::unary<erfcx_>);
-TPU_LOWERING("aten::special_ndtri", ew::unary<ndtri_>);
-TPU_LOWERING("aten::special_log_ndtr", ew::unary<log_ndtr_>);
-TPU_LOWERING("aten::special_entr", ew::unary<entr_>);
-TPU_LOWERING("aten::special_xlog1py", lower_xlog1py);
+TPU_LOWERING("aten::lgamma", ew::unary<lgamma_>, reads({"self"}));
+TPU_LOWERING("aten::digamma", ew::unary<digamma_>, reads({"self"}));
+TPU_LOWERING("aten::polygamma", lower_polygamma, reads({"n", "self"}));
+TPU_LOWERING("aten::mvlgamma", lower_mvlgamma, reads({"self", "p"}));
+TPU_LOWERING("aten::special_zeta", lower_zeta, reads({"self", "other"}));
+TPU_LOWERING("aten::igamma", lower_incomplete_gamma<false>, reads({"self", "other"}));
+TPU_LOWERING("aten::igammac", lower_incomplete_gamma<true>, reads({"self", "other"}));
+TPU_LOWERING("aten::i0", ew::unary<i0_>, reads({"self"}));
+TPU_LOWERING("aten::special_i0e", ew::unary<i0e_>, reads({"self"}));
+TPU_LOWERING("aten::special_i1", ew::unary<i1_>, reads({"self"}));
+TPU_LOWERING("aten::special_i1e", ew::unary<i1e_>, reads({"self"}));
+TPU_LOWERING("aten::special_modified_bessel_i0", ew::unary<i0_>, reads({"self"}));
+TPU_LOWERING("aten::special_modified_bessel_i1", ew::unary<i1_>, reads({"self"}));
+TPU_LOWERING("aten::special_modified_bessel_k0", ew::unary<k0_>, reads({"self"}));
+TPU_LOWERING("aten::special_modified_bessel_k1", ew::unary<k1_>, reads({"self"}));
+TPU_LOWERING("aten::special_scaled_modified_bessel_k0", ew::unary<k0e_, ew::kX>, reads({"x"}));
+TPU_LOWERING("aten::special_scaled_modified_bessel_k1", ew::unary<k1e_, ew::kX>, reads({"x"}));
+TPU_LOWERING("aten::special_bessel_j0", ew::unary<j0_>, reads({"self"}));
+TPU_LOWERING("aten::special_bessel_j1", ew::unary<j1_>, reads({"self"}));
+TPU_LOWERING("aten::special_bessel_y0", ew::unary<y0_>, reads({"self"}));
+TPU_LOWERING("aten::special_bessel_y1", ew::unary<y1_>, reads({"self"}));
+TPU_LOWERING("aten::special_spherical_bessel_j0", ew::unary<spherical_j0_, ew::kX>, reads({"x"}));
+TPU_LOWERING("aten::special_airy_ai", ew::unary<airy_ai_, ew::kX>, reads({"x"}));
+TPU_LOWERING("aten::special_erfcx", ew::unary<erfcx_>, reads({"self"}));
+TPU_LOWERING("aten::special_ndtri", ew::unary<ndtri_>, reads({"self"}));
+TPU_LOWERING("aten::special_log_ndtr", ew::unary<log_ndtr_>, reads({"self"}));
+TPU_LOWERING("aten::special_entr", ew::unary<entr_>, reads({"self"}));
+TPU_LOWERING("aten::special_xlog1py", lower_xlog1py, reads({"self", "other"}));
 
 }  // namespace tpu::lowering
