@@ -56,14 +56,35 @@ def test_extension_binds_every_lowering_in_the_sources():
     assert len(bound) == len(expected)
 
 
-def test_every_lowering_names_an_operator():
-    """A lowering whose name is a typo, or an op a torch upgrade renamed, would otherwise be
-    skipped at registration and surface only as NotImplementedError when the op is used."""
-    assert _C._unresolved_lowerings() == []
-    names = ["aten::add.Tensor", "aten::addd.Tensor", "aten::add.Tensr", "aten::mm"]
-    assert _C._unresolved_lowerings(names) == ["aten::addd.Tensor", "aten::add.Tensr"]
-    # What registration checks for each argument name a lowering declares (lowering::reads).
-    assert _C._undeclared_arguments("aten::addmm", ["self", "mat1", "mat3", "alpha"]) == ["mat3"]
+def test_every_lowering_matches_its_operator():
+    """Every lowering names an operator of this torch and declares only arguments its schema has:
+    otherwise it would be skipped at registration (a NotImplementedError when the op is used) or
+    read the wrong argument."""
+    assert _C._registration_problems() == []
+
+
+def test_registration_rejects_misspelt_ops_and_argument_names():
+    """The check registration makes, on a scratch registry: a misspelt op name, a misspelt
+    overload and a wrong argument name (read or static) are each reported, and a debug build's
+    import (strict) fails naming them."""
+    scratch = [
+        ("aten::add.Tensor", ["self", "other"], ["alpha"]),
+        ("aten::addd.Tensor", ["self"], []),
+        ("aten::add.Tensr", ["self"], []),
+        ("aten::addmm", ["self", "mat1", "mat3"], []),
+        ("aten::linalg_vector_norm", ["self", "dim"], ["order"]),
+    ]
+    problems = _C._check_scratch_registry(scratch)
+    assert [p.split(" in ")[0] for p in problems] == [
+        "aten::add.Tensr: names no operator of this torch",
+        "aten::addd.Tensor: names no operator of this torch",
+        "aten::addmm: no argument 'mat3'",
+        "aten::linalg_vector_norm: no argument 'order'",
+    ]
+    assert "addmm(Tensor self, Tensor mat1, Tensor mat2" in problems[2]
+    with pytest.raises(RuntimeError, match="do not match this torch's operators: aten::add.Tensr"):
+        _C._check_scratch_registry(scratch, strict=True)
+    assert _C._check_scratch_registry(scratch[:1], strict=True) == []
 
 
 def test_installed_build_is_current(build_dir):

@@ -19,8 +19,8 @@ namespace tpu::aten {
 namespace {
 
 std::atomic<bool> g_cpu_fallback{false};
-// "aten::op.overload: no argument 'x'" for each declared argument its schema lacks.
-std::vector<std::string> g_signature_errors;
+// What bind_schemas found wrong with the process's registry (register_lowered_ops).
+std::vector<std::string> g_registration_problems;
 
 std::vector<std::string> argument_names(const c10::FunctionSchema& schema) {
   std::vector<std::string> names;
@@ -77,30 +77,24 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 void set_cpu_fallback(bool enabled) { g_cpu_fallback.store(enabled); }
 bool cpu_fallback_enabled() { return g_cpu_fallback.load(); }
 
-std::vector<std::string> undeclared_arguments(const std::string& name, const std::vector<std::string>& args) {
-  auto op = find_op(name);
-  TORCH_CHECK(op, "no operator ", name);
-  std::vector<std::string> schema = argument_names(op->schema()), unknown;
-  for (const std::string& a : args)
-    if (std::find(schema.begin(), schema.end(), a) == schema.end()) unknown.push_back(a);
-  return unknown;
-}
-
-std::vector<std::string> unresolved_lowering_names(const std::vector<std::string>& names) {
-  std::vector<std::string> unresolved;
-  for (const std::string& name : names) {
-    if (name.rfind("aten::", 0) == 0 && !find_op(name)) unresolved.push_back(name);
+std::vector<std::string> bind_schemas(lowering::Registry& registry, bool strict) {
+  std::vector<std::string> problems;
+  for (const lowering::Lowering* l : registry.all()) {
+    if (l->name.rfind("aten::", 0) != 0) continue;
+    auto op = find_op(l->name);
+    if (!op) {
+      problems.push_back(l->name + ": names no operator of this torch");
+      continue;
+    }
+    for (const std::string& arg : registry.bind_schema(l->name, argument_names(op->schema())))
+      problems.push_back(l->name + ": no argument '" + arg + "' in " + c10::toString(op->schema()));
   }
-  return unresolved;
-}
-
-std::vector<std::string> unresolved_lowering_names() {
-  std::vector<std::string> names;
-  for (const lowering::Lowering* l : lowering::all_lowerings()) names.push_back(l->name);
-  std::vector<std::string> problems = unresolved_lowering_names(names);
-  problems.insert(problems.end(), g_signature_errors.begin(), g_signature_errors.end());
+  TORCH_CHECK(!strict || problems.empty(),
+              "torch_tpu: lowerings that do not match this torch's operators: ", c10::Join("; ", problems));
   return problems;
 }
+
+std::vector<std::string> registration_problems() { return g_registration_problems; }
 
 int register_lowered_ops() {
   static int count = -1;
@@ -120,20 +114,18 @@ int register_lowered_ops() {
     lib.impl(name.substr(6).c_str(), torch::CppFunction::makeFromBoxedFunction<&lowered_op_kernel>());
     ++count;
   };
-  for (const lowering::Lowering* l : lowering::all_lowerings()) {
-    if (l->name.rfind("aten::", 0) != 0) continue;
-    auto op = find_op(l->name);
-    std::vector<std::string> unknown;
-    if (op) unknown = lowering::bind_schema(l->name, argument_names(op->schema()));
-    for (const std::string& arg : unknown)
-      g_signature_errors.push_back(l->name + ": no argument '" + arg + "'");
-#ifndef NDEBUG
-    TORCH_CHECK(op, "torch_tpu: the lowering '", l->name, "' names no operator of this torch");
-    TORCH_CHECK(unknown.empty(), "torch_tpu: the lowering of ", l->name, " declares argument '",
-                unknown.at(0), "', which its schema does not have: ", op->schema());
+#ifdef NDEBUG
+  const bool strict = false;
+#else
+  const bool strict = true;  // a debug build refuses to import with a mismatched lowering
 #endif
-    // Listed by unresolved_lowering_names(), which tests/test_build.py checks is empty.
-    if (!op || !unknown.empty()) continue;
+  g_registration_problems = bind_schemas(lowering::registry(), strict);
+  std::set<std::string> unbound;  // listed by registration_problems(), which tests/test_build.py checks
+  for (const std::string& problem : g_registration_problems)
+    unbound.insert(problem.substr(0, problem.find(':')));
+  for (const lowering::Lowering* l : lowering::all_lowerings()) {
+    if (l->name.rfind("aten::", 0) != 0 || unbound.count(l->name)) continue;
+    auto op = find_op(l->name);
     const c10::FunctionSchema& schema = op->schema();
     if (is_mutating(schema)) {
       bind(*op, l, Variant::Mutating, nullptr);

@@ -3,23 +3,24 @@
 #include <string>
 #include <vector>
 
+#include "lowering/core/registry.h"
+
 namespace tpu::aten {
 
 // Installs the PrivateUse1 hooks (hooks.cpp).
 void register_hooks();
 // Binds every lowering to its ATen operator (and the derived in-place and out= variants); returns
-// the number of operator overloads bound. A lowering whose name resolves to no operator of this
-// torch (a typo, or an op renamed by a torch upgrade), or whose Signature declares an argument
-// the schema lacks, is an error in a debug build and is listed by unresolved_lowering_names() in
-// every build (tests/test_build.py checks it is empty); such a lowering is not bound.
+// the number of operator overloads bound. A lowering that bind_schemas finds wrong is an import
+// error in a debug build and is listed by registration_problems() in every build
+// (tests/test_build.py checks it is empty); such a lowering is not bound.
 int register_lowered_ops();
-// Those of `names` ("aten::add.Tensor") that name no operator the dispatcher knows.
-std::vector<std::string> unresolved_lowering_names(const std::vector<std::string>& names);
-// The registry's lowerings whose names resolve to no operator, and "op: no argument 'x'" for
-// each argument a lowering's Signature declares that its operator's schema does not have.
-std::vector<std::string> unresolved_lowering_names();
-// Those of `args` that the schema of operator `name` does not have (the check registration makes).
-std::vector<std::string> undeclared_arguments(const std::string& name, const std::vector<std::string>& args);
+// Binds each aten:: lowering of `registry` to its operator's schema and returns what is wrong:
+// "aten::addd.Tensor: names no operator of this torch" (a typo, or an op renamed by a torch
+// upgrade) and "aten::addmm: no argument 'mat3' in <schema>" for each declared argument the
+// schema lacks. `strict`: throw instead, naming them all.
+std::vector<std::string> bind_schemas(lowering::Registry& registry, bool strict);
+// What bind_schemas found in the process's registry at registration.
+std::vector<std::string> registration_problems();
 
 void set_cpu_fallback(bool enabled);
 bool cpu_fallback_enabled();

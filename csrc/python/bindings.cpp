@@ -19,13 +19,12 @@
 #include "exec/metrics.h"
 #include "exec/recompile_log.h"
 #include "lowering/core/registry.h"
+#include "python/collective_bindings.h"
+#include "python/distributed_bindings.h"
 #include "python/stream_bindings.h"
 
 namespace py = pybind11;
 using namespace tpu;
-void init_collective_bindings(py::module& m);  // collective_bindings.cpp
-
-void init_distributed_bindings(py::module& m);
 
 namespace {
 
@@ -99,10 +98,10 @@ struct ReplayableGraph : aten::ReplayableGraph {};
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
-  init_distributed_bindings(m);
+  python::init_distributed_bindings(m);
   python::init_stream_bindings(m);
   exec::set_source_location_hook(&user_source_location);
-  init_collective_bindings(m);
+  python::init_collective_bindings(m);
   m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
         py::arg("error"));
   m.def("_register", [] {
@@ -256,13 +255,19 @@ PYBIND11_MODULE(_C, m) {
     for (const auto* l : lowering::all_lowerings()) names.push_back(l->name);
     return names;
   });
+  m.def("_registration_problems", &aten::registration_problems);
+  // The registration check on a scratch registry of (name, reads, statics) lowerings.
   m.def(
-      "_unresolved_lowerings",
-      [](const std::optional<std::vector<std::string>>& names) {
-        return names ? aten::unresolved_lowering_names(*names) : aten::unresolved_lowering_names();
+      "_check_scratch_registry",
+      [](const std::vector<std::tuple<std::string, std::vector<std::string>, std::vector<std::string>>>&
+             entries,
+         bool strict) {
+        lowering::Registry scratch;
+        for (const auto& [name, reads, statics] : entries)
+          scratch.add(lowering::Lowering{name, nullptr, 0, false, lowering::reads(reads, statics), {}});
+        return aten::bind_schemas(scratch, strict);
       },
-      py::arg("names") = py::none());
-  m.def("_undeclared_arguments", &aten::undeclared_arguments);
+      py::arg("entries"), py::arg("strict") = false);
   m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });
   m.def("_set_device", [](int d) {
     TORCH_CHECK(d >= 0 && d < aten::device_count(), "Invalid device, tpu:", d);

@@ -7,10 +7,6 @@
 namespace tpu::lowering {
 
 namespace {
-std::map<std::string, Lowering>& table() {
-  static std::map<std::string, Lowering> t;
-  return t;
-}
 
 // Sets the lowering's schema names and static bits; returns the declared names the schema lacks.
 std::vector<std::string> bind_names(Lowering& l, const std::vector<std::string>& schema_args) {
@@ -33,13 +29,12 @@ std::vector<std::string> bind_names(Lowering& l, const std::vector<std::string>&
   }
   return unknown;
 }
+
 }  // namespace
 
-void register_lowering(const Lowering& lowering) {
-  auto [it, added] = table().emplace(lowering.name, lowering);
+void Registry::add(const Lowering& lowering) {
+  auto [it, added] = lowerings_.emplace(lowering.name, lowering);
   if (!added) throw std::logic_error("duplicate lowering for " + lowering.name);
-  // The glue's own ops (torch_tpu::) have no dispatcher schema: their declared names, in order,
-  // are their arguments.
   if (lowering.name.rfind("aten::", 0) != 0) {
     std::vector<std::string> names = lowering.signature.reads;
     names.insert(names.end(), lowering.signature.statics.begin(), lowering.signature.statics.end());
@@ -47,14 +42,30 @@ void register_lowering(const Lowering& lowering) {
   }
 }
 
-const Lowering* find_lowering(const std::string& name) {
-  auto it = table().find(name);
-  return it == table().end() ? nullptr : &it->second;
+const Lowering* Registry::find(const std::string& name) const {
+  auto it = lowerings_.find(name);
+  return it == lowerings_.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> bind_schema(const std::string& name, const std::vector<std::string>& schema_args) {
-  return bind_names(table().at(name), schema_args);
+std::vector<const Lowering*> Registry::all() const {
+  std::vector<const Lowering*> out;
+  for (const auto& [name, l] : lowerings_) out.push_back(&l);
+  return out;
 }
+
+std::vector<std::string> Registry::bind_schema(const std::string& name,
+                                               const std::vector<std::string>& schema_args) {
+  return bind_names(lowerings_.at(name), schema_args);
+}
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+void register_lowering(const Lowering& lowering) { registry().add(lowering); }
+const Lowering* find_lowering(const std::string& name) { return registry().find(name); }
+std::vector<const Lowering*> all_lowerings() { return registry().all(); }
 
 int Ctx::index(std::string_view name) const {
   auto declared = [&](const std::vector<std::string>& names) {
@@ -86,12 +97,6 @@ std::string_view Ctx::declared_one_of(std::initializer_list<std::string_view> na
   for (std::string_view name : names) listed += " '" + std::string(name) + "'";
   throw std::logic_error("torch_tpu internal error: a lowering" +
                          (lowering ? " of " + lowering->name : std::string()) + " declares none of" + listed);
-}
-
-std::vector<const Lowering*> all_lowerings() {
-  std::vector<const Lowering*> out;
-  for (const auto& [name, l] : table()) out.push_back(&l);
-  return out;
 }
 
 }  // namespace tpu::lowering

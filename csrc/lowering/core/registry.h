@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,11 +116,25 @@ struct Lowering {
   std::vector<std::string> schema_args = {};  // the operator's argument names, set when bound
 };
 
-void register_lowering(const Lowering& lowering);
-// Records the operator's argument names for `name`'s lowering and sets its static_args from
-// the declared statics; returns the declared names the schema does not have.
-std::vector<std::string> bind_schema(const std::string& name, const std::vector<std::string>& schema_args);
-// nullptr when no lowering exists for `name` ("aten::add.Tensor").
+// Lowerings by name. TPU_LOWERING fills the process's registry(); tests fill scratch ones.
+class Registry {
+ public:
+  // Throws on a second lowering of the same name. torch_tpu:: ops, which have no dispatcher
+  // schema, are bound to their declared names (in order) here.
+  void add(const Lowering& lowering);
+  // nullptr when no lowering exists for `name` ("aten::add.Tensor").
+  const Lowering* find(const std::string& name) const;
+  std::vector<const Lowering*> all() const;
+  // Records the operator's argument names for `name`'s lowering and sets its static_args from
+  // the declared statics; returns the declared names the schema does not have.
+  std::vector<std::string> bind_schema(const std::string& name, const std::vector<std::string>& schema_args);
+
+ private:
+  std::map<std::string, Lowering> lowerings_;
+};
+
+Registry& registry();
+void register_lowering(const Lowering& lowering);  // registry().add
 const Lowering* find_lowering(const std::string& name);
 std::vector<const Lowering*> all_lowerings();
 

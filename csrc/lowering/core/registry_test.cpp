@@ -62,16 +62,19 @@ TEST(LoweringRegistry, ArgumentsAreReadByDeclaredSchemaNames) {
 }
 
 TEST(LoweringRegistry, BindingChecksDeclaredNamesAndSetsStatics) {
-  // A registered lowering (addmm's) against a schema: unknown declared names come back.
-  const auto* addmm = tpu::lowering::find_lowering("aten::addmm");
-  REQUIRE(addmm != nullptr);
+  // A scratch registry: unknown declared names come back; statics become the static bit mask.
+  tpu::lowering::Registry scratch;
+  scratch.add(
+      {"aten::addmm", nullptr, 0, false, tpu::lowering::reads({"self", "mat1", "mat2"}, {"alpha"}), {}});
   std::vector<std::string> schema = {"self", "mat1", "mat2", "beta", "alpha"};
-  CHECK_EQ(tpu::lowering::bind_schema("aten::addmm", schema).size(), size_t{0});
+  CHECK_EQ(scratch.bind_schema("aten::addmm", schema).size(), size_t{0});
+  CHECK_EQ(scratch.find("aten::addmm")->static_args, uint32_t{1u << 4});
   std::vector<std::string> renamed = {"input", "mat1", "mat2", "beta", "alpha"};
-  std::vector<std::string> unknown = tpu::lowering::bind_schema("aten::addmm", renamed);
+  std::vector<std::string> unknown = scratch.bind_schema("aten::addmm", renamed);
   CHECK_EQ(unknown.size(), size_t{1});
   CHECK_EQ(unknown.at(0), std::string("self"));
-  tpu::lowering::bind_schema("aten::addmm", schema);  // as the dispatcher has it
+  CHECK_THROWS_WITH(scratch.add({"aten::addmm", nullptr, 0, false, tpu::lowering::reads({}), {}}),
+                    std::logic_error, "duplicate lowering for aten::addmm");
 }
 
 TEST(LoweringRegistry, GlueOpsAreBoundToTheirDeclaredNames) {
