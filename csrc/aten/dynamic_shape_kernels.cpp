@@ -6,6 +6,7 @@
 #include <ATen/ops/index.h>
 #include <torch/library.h>
 
+#include "aten/dynamic_shape_kernels.h"
 #include "aten/tpu_tensor.h"
 
 namespace tpu::aten {
@@ -26,7 +27,6 @@ at::Tensor nonzero_kernel(const at::Tensor& self) {
                       device)[0];
 }
 
-// Boolean (or uint8) masks in an index list become the long indices of their true elements.
 c10::List<std::optional<at::Tensor>> expand_masks(const c10::List<std::optional<at::Tensor>>& indices) {
   c10::List<std::optional<at::Tensor>> out;
   for (const std::optional<at::Tensor>& idx : indices) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "aten/dynamic_shape_kernels.h"
 #include "aten/generator.h"
 #include "aten/out_of_memory.h"
 #include "aten/tpu_tensor.h"
@@ -20,9 +21,6 @@
 #include "lowering/core/float8.h"
 
 namespace tpu::aten {
-
-c10::List<std::optional<at::Tensor>> expand_masks(const c10::List<std::optional<at::Tensor>>& indices);
-bool has_mask(const c10::List<std::optional<at::Tensor>>& indices);
 
 using lowering::Arg;
 

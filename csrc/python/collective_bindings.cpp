@@ -3,6 +3,8 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/extension.h>
 
+#include "python/collective_bindings.h"
+
 #include "aten/out_of_memory.h"
 #include "aten/tpu_tensor.h"
 #include "exec/fused_graph.h"
@@ -74,6 +76,8 @@ std::vector<at::Tensor> in_program_collective(const std::string& name, const std
 
 }  // namespace
 
+namespace tpu::python {
+
 void init_collective_bindings(py::module& m) {
   m.def(
       "_in_program_collective",
@@ -90,3 +94,5 @@ void init_collective_bindings(py::module& m) {
       py::arg("groups") = std::vector<std::vector<int64_t>>{},
       py::arg("pairs") = std::vector<std::pair<int64_t, int64_t>>{});
 }
+
+}  // namespace tpu::python

@@ -1,9 +1,13 @@
 // torch_tpu._C's distributed part: the tpu_dist backend class, created by torch_tpu.distributed.
 #include <torch/csrc/utils/pybind.h>
 
+#include "python/distributed_bindings.h"
+
 #include "distributed/tpu_dist_backend.h"
 
 namespace py = pybind11;
+
+namespace tpu::python {
 
 void init_distributed_bindings(py::module& m) {
   // c10d::Backend is registered by torch (with an intrusive_ptr holder); listing it as the base
@@ -16,3 +20,5 @@ void init_distributed_bindings(py::module& m) {
            py::arg("host"), py::arg("rank"), py::arg("size"))
       .def_property_readonly("host", &tpu::distributed::TpuDistBackend::host);
 }
+
+}  // namespace tpu::python
