@@ -70,7 +70,7 @@ Value prepare(Builder& b, const Value& x, const Reduction& r) {
 
 // Back to the caller's type; AVG divides the group's sum by the group size (integers truncate,
 // as NCCL's average does).
-Value finish(Builder& b, const Value& y, const Reduction& r, DType dtype, int64_t group_size) {
+Value finish_reduction(Builder& b, const Value& y, const Reduction& r, DType dtype, int64_t group_size) {
   if (dtype == DType::Bool) return hlo::compare(b, y, hlo::full(b, y.type, 0), "NE");
   if (r.op == ReduceOp::Avg) return hlo::div(b, y, hlo::full(b, y.type, static_cast<double>(group_size)));
   return y;
@@ -170,7 +170,7 @@ Value all_reduce(Builder& b, const Value& x, const Reduction& r, const Groups& g
     Value gathered = all_gather(b, flat, 0, groups);
     y = hlo::reshape(b, fold_blocks(b, gathered, 0, n, c.op), v.shape());
   }
-  return finish(b, y, r, x.dtype(), n);
+  return finish_reduction(b, y, r, x.dtype(), n);
 }
 
 Value all_gather(Builder& b, const Value& x, int64_t dim, const Groups& groups) {
@@ -209,7 +209,7 @@ Value reduce_scatter(Builder& b, const Value& x, int64_t dim, const Reduction& r
     // Block i of every member, gathered on member i in group order, then folded.
     y = fold_blocks(b, all_to_all(b, v, dim, dim, groups), dim, n, c.op);
   }
-  return finish(b, y, r, x.dtype(), n);
+  return finish_reduction(b, y, r, x.dtype(), n);
 }
 
 Value all_to_all(Builder& b, const Value& x, int64_t split_dim, int64_t concat_dim, const Groups& groups) {

@@ -5,15 +5,6 @@
 
 namespace tpu::lowering::ew {
 
-DType opmath(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
-
-void require_real(DType t) {
-  if (ir::is_complex(t))
-    throw std::invalid_argument("torch_tpu: this op does not support complex tensors on tpu yet");
-}
-
-Value finish(Ctx& ctx, const Value& v, int k) { return hlo::convert(ctx.b, v, ctx.out(k).dtype); }
-
 Value cst(Builder& b, const Value& like, double v) { return hlo::scalar_like(b, like, v); }
 
 Value is_nan(Builder& b, const Value& x) {
@@ -30,11 +21,6 @@ Value and_(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "
 Value or_(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.or", x, y); }
 Value xor_(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.xor", x, y); }
 Value not_(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.not", x); }
-
-Value abs(Builder& b, const Value& x) {
-  if (ir::is_unsigned(x.dtype())) return x;  // bool and unsigned integers
-  return hlo::unary(b, "stablehlo.abs", x);
-}
 
 Value lt(Builder& b, const Value& x, double v) { return hlo::compare(b, x, cst(b, x, v), "LT"); }
 Value le(Builder& b, const Value& x, double v) { return hlo::compare(b, x, cst(b, x, v), "LE"); }

@@ -8,6 +8,7 @@
 
 #include "lowering/core/elementwise_util.h"
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering::ew {
@@ -15,18 +16,6 @@ namespace tpu::lowering::ew {
 using ir::Builder;
 using ir::DType;
 using ir::Value;
-
-// The type PyTorch's CPU kernels compute `t` in ("opmath"): f16/bf16 math runs in f32 and is
-// rounded once at the end; every other type computes in itself.
-DType opmath(DType t);
-
-// Throws (a clear error instead of a StableHLO verifier failure) when `t` is complex: most
-// formulas here are for real numbers; only ops StableHLO supports natively for complex values
-// opt in.
-void require_real(DType t);
-
-// Result conversion: `v` converted to the dtype of output k.
-Value finish(Ctx& ctx, const Value& v, int k = 0);
 
 // Elementwise computation in dtype `t`: every listed argument is converted to `t` and
 // broadcast to the output shape (an absent optional argument gives an invalid Value),
@@ -40,12 +29,12 @@ std::vector<Value> compute_in(Ctx& ctx, DType t, const std::vector<std::string_v
   return {finish(ctx, fn(ctx.b, xs))};
 }
 
-// compute_in opmath(output dtype): suits float-only ops (int inputs become the float output
+// compute_in compute_dtype(output dtype): suits float-only ops (int inputs become the float output
 // type) and arithmetic whose output dtype is the promoted dtype.
 template <typename Fn>
 std::vector<Value> compute(Ctx& ctx, const std::vector<std::string_view>& args, Fn fn,
                            bool complex_ok = false) {
-  return compute_in(ctx, opmath(ctx.out(0).dtype), args, fn, complex_ok);
+  return compute_in(ctx, compute_dtype(ctx.out(0).dtype), args, fn, complex_ok);
 }
 
 // compute_in the output dtype itself, for exact ops (neg, floor, max, select, ...) where
@@ -60,7 +49,7 @@ std::vector<Value> compute_exact(Ctx& ctx, const std::vector<std::string_view>& 
 inline constexpr char kSelf[] = "self";
 inline constexpr char kX[] = "x";
 
-// Unary op with a `Value f(Builder&, const Value&)` body, in opmath(output dtype).
+// Unary op with a `Value f(Builder&, const Value&)` body, in compute_dtype(output dtype).
 template <Value (*F)(Builder&, const Value&), const char* Input = kSelf>
 std::vector<Value> unary(Ctx& ctx) {
   return compute(ctx, {Input}, [](Builder& b, const std::vector<Value>& x) { return F(b, x[0]); });
@@ -86,7 +75,6 @@ Value and_(Builder& b, const Value& x, const Value& y);
 Value or_(Builder& b, const Value& x, const Value& y);
 Value xor_(Builder& b, const Value& x, const Value& y);
 Value not_(Builder& b, const Value& x);
-Value abs(Builder& b, const Value& x);
 Value lt(Builder& b, const Value& x, double v);
 Value le(Builder& b, const Value& x, double v);
 Value gt(Builder& b, const Value& x, double v);

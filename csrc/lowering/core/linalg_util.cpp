@@ -7,24 +7,11 @@
 
 namespace tpu::lowering::linalg {
 
-void require_real(const Value& x, const char* op) {
-  if (ir::is_complex(x.dtype()))
-    throw std::invalid_argument(std::string("torch_tpu: ") + op +
-                                " does not support complex tensors on tpu yet");
-}
-
 Value mT(Builder& b, const Value& x) {
   std::vector<int64_t> perm;
   for (int i = 0; i < x.rank(); ++i) perm.push_back(i);
   std::swap(perm[x.rank() - 1], perm[x.rank() - 2]);
   return hlo::transpose(b, x, perm);
-}
-
-Value conj(Builder& b, const Value& x) {
-  if (!ir::is_complex(x.dtype())) return x;
-  Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
-  Value re = b.op1("stablehlo.real", {x}, part), im = b.op1("stablehlo.imag", {x}, part);
-  return b.op1("stablehlo.complex", {re, hlo::neg(b, im)}, x.type);
 }
 
 Value mH(Builder& b, const Value& x) { return conj(b, mT(b, x)); }

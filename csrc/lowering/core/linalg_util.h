@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 
 namespace tpu::lowering::linalg {
 
@@ -15,13 +16,9 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
-// Throws for complex inputs: these lowerings transpose where complex needs the adjoint.
-void require_real(const Value& x, const char* op);
-
 // Swaps the last two dimensions (x.mT).
 Value mT(Builder& b, const Value& x);
-// The complex conjugate (x itself when real) and the conjugate transpose x.mH.
-Value conj(Builder& b, const Value& x);
+// The conjugate transpose x.mH (the conjugate itself: kit.h's conj).
 Value mH(Builder& b, const Value& x);
 // |Re x| + |Im x| for complex x (|x| when real), in x's real dtype: the magnitude LAPACK's
 // i?amax compares, so pivots are chosen as getrf chooses them.

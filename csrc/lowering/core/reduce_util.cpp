@@ -30,8 +30,6 @@ std::vector<int64_t> dims_arg(const Ctx& c, std::string_view name, int rank) {
   return dims_or_all(a.ints, rank);
 }
 
-DType acc_type(DType t) { return t == DType::BF16 || t == DType::F16 ? DType::F32 : t; }
-
 int64_t count(const Shape& shape, const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= shape[d];

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering::reduce {
@@ -16,10 +17,8 @@ using ir::Value;
 // Normalised, sorted, de-duplicated dimensions. An empty list means every dimension, as
 // PyTorch's `dim=[]` / `dim=None` do for sum, mean, amax, ...
 std::vector<int64_t> dims_or_all(const std::vector<int64_t>& dims, int rank);
-// Argument i as a dimension list (IntList, Int or None) with dims_or_all applied.
+// Argument `name` as a dimension list (IntList, Int or None) with dims_or_all applied.
 std::vector<int64_t> dims_arg(const Ctx& c, std::string_view name, int rank);
-// The dtype PyTorch's CPU kernels accumulate reductions of `t` in: float for bf16/f16.
-DType acc_type(DType t);
 // Product of the sizes of `dims` of `shape`.
 int64_t count(const Shape& shape, const std::vector<int64_t>& dims);
 // `shape` with `dims` removed.

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering {
@@ -54,12 +55,6 @@ Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, con
   std::vector<int64_t> inverse(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = static_cast<int64_t>(k);
   return hlo::transpose(b, r, inverse);
-}
-
-Value conj(Builder& b, const Value& x) {
-  const Type part{ir::real_type(x.dtype()), x.shape()};
-  Value re = b.op1("stablehlo.real", {x}, part), im = b.op1("stablehlo.imag", {x}, part);
-  return b.op1("stablehlo.complex", {re, hlo::neg(b, im)}, x.type);
 }
 
 // Unnormalised complex-to-complex transforms over every dim in `dims`, at most three at a time.

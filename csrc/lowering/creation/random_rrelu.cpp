@@ -17,7 +17,7 @@ using ir::Value;
 // (out, noise) of rrelu_with_noise(self, noise, lower, upper, training, generator).
 std::pair<Value, Value> rrelu(Ctx& c, const ir::Type& out_type, const ir::Type& noise_type) {
   Builder& b = c.b;
-  const DType st = ew::opmath(out_type.dtype);
+  const DType st = compute_dtype(out_type.dtype);
   Value x = hlo::convert(b, c.tensor("self"), st);
   const ir::Shape& shape = x.shape();
   Value lower = operand(c, "lower", st, shape), upper = operand(c, "upper", st, shape);

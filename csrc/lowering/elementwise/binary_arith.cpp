@@ -1,7 +1,7 @@
 // Binary arithmetic: add/sub/mul/div (with rounding modes), pow, remainder/fmod,
 // maximum/minimum/fmax/fmin, atan2, hypot, copysign, xlogy, logaddexp.
 //
-// Operands are converted to opmath(output dtype) (f16/bf16 -> f32), so a Python scalar enters
+// Operands are converted to compute_dtype(output dtype) (f16/bf16 -> f32), so a Python scalar enters
 // the computation at f32 precision as on CPU, and the result is rounded once. Integer
 // division and modulo follow PyTorch (floor semantics where Python has them), not C.
 #include <cmath>

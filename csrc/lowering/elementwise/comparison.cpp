@@ -8,10 +8,10 @@ namespace {
 template <const char* Dir>
 std::vector<ir::Value> lower_compare(Ctx& ctx) {
   ir::DType t = result_type(ctx, {"self", "other"});
-  if (Dir[0] != 'E' && Dir[0] != 'N') ew::require_real(t);  // complex numbers only compare ==, !=
+  if (Dir[0] != 'E' && Dir[0] != 'N') require_real(t);  // complex numbers only compare ==, !=
   const ir::Shape& shape = ctx.out(0).shape;
   ir::Value r = hlo::compare(ctx.b, operand(ctx, "self", t, shape), operand(ctx, "other", t, shape), Dir);
-  return {ew::finish(ctx, r)};
+  return {finish(ctx, r)};
 }
 
 constexpr char kEq[] = "EQ", kNe[] = "NE", kLt[] = "LT", kLe[] = "LE", kGt[] = "GT", kGe[] = "GE";

@@ -290,7 +290,7 @@ std::vector<Value> lower_index_add(Ctx& c) {
   const Value& self = c.tensor("self");
   const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), self.rank());
   const DType t = self.dtype();
-  DType opmath = t == DType::F16 || t == DType::BF16 ? DType::F32 : t;
+  DType opmath = compute_dtype(t);
   Value src = hlo::convert(c.b, c.tensor("source"), opmath);
   if (c.has("alpha")) {
     Value alpha = hlo::convert(c.b, c.tensor("alpha"), opmath);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "lowering/core/index_util.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering {
@@ -44,8 +45,6 @@ Value src_for(Ctx& c, std::string_view src_arg, const Value& index, DType t) {
   if (src.rank() < index.rank()) src = hlo::reshape(c.b, src, index.shape());
   return hlo::slice(c.b, src, std::vector<int64_t>(index.rank(), 0), index.shape());
 }
-
-Value finish(Ctx& c, const Value& v) { return hlo::reshape(c.b, v, c.out().shape); }
 
 // gather(self, dim, index, *, sparse_grad)
 std::vector<Value> lower_gather(Ctx& c) {
@@ -191,7 +190,7 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
     Value zero = hlo::full(c.b, counts.type, 0);
     counts = hlo::select(c.b, hlo::compare(c.b, counts, zero, "EQ"), hlo::full(c.b, counts.type, 1), counts);
     if (ir::is_floating(t) || ir::is_complex(t)) {
-      DType opmath = t == DType::F16 || t == DType::BF16 ? DType::F32 : t;
+      DType opmath = compute_dtype(t);
       r = hlo::convert(c.b, hlo::div(c.b, hlo::convert(c.b, r, opmath), hlo::convert(c.b, counts, opmath)),
                        t);
     } else {

@@ -5,6 +5,7 @@
 // j, j+step, ... by an interior padding, and the `size` slices are summed (overlapping windows
 // add up).
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering {
@@ -17,7 +18,7 @@ using ir::Value;
 std::vector<Value> lower_unfold_backward(Ctx& c) {
   ir::Builder& b = c.b;
   const ir::Type& out = c.out();
-  const DType acc = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
+  const DType acc = compute_dtype(out.dtype);
   Value g = hlo::convert(b, c.tensor("grad_in"), acc);
   const int rank = out.rank();
   if (rank == 0) return {hlo::convert(b, hlo::reshape(b, g, {}), out.dtype)};

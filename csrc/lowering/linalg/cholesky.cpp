@@ -101,7 +101,7 @@ const char* kNotPd =
 
 // cholesky(self, upper=False)
 std::vector<Value> lower_cholesky(Ctx& c) {
-  linalg::require_real(c.tensor("self"), "cholesky");
+  require_real(c.tensor("self").dtype(), "cholesky");
   Potrf f =
       potrf(c.b, c.tensor("self"), c.bool_arg("upper"), Type{DType::I32, linalg::batch_of(c.out().shape)});
   c.require(all_zero(c.b, f.info), kNotPd, CheckError::LinAlg);
@@ -110,7 +110,7 @@ std::vector<Value> lower_cholesky(Ctx& c) {
 
 // linalg_cholesky_ex(self, *, upper=False, check_errors=False) -> (L, info)
 std::vector<Value> lower_linalg_cholesky_ex(Ctx& c) {
-  linalg::require_real(c.tensor("self"), "linalg_cholesky_ex");
+  require_real(c.tensor("self").dtype(), "linalg_cholesky_ex");
   Potrf f = potrf(c.b, c.tensor("self"), c.bool_arg("upper"), c.out(1));
   if (c.bool_arg("check_errors")) c.require(all_zero(c.b, f.info), kNotPd, CheckError::LinAlg);
   return {f.factor, f.info};
@@ -124,7 +124,7 @@ Value cholesky_solve(ir::Builder& b, const Value& factor, const Value& rhs, bool
 
 // _cholesky_solve_helper(self, A, upper): self is the right-hand side, A the factor.
 std::vector<Value> lower_cholesky_solve_helper(Ctx& c) {
-  linalg::require_real(c.tensor("self"), "cholesky_solve_helper");
+  require_real(c.tensor("self").dtype(), "cholesky_solve_helper");
   ir::Shape batch = linalg::batch_of(c.out().shape);
   Value rhs = linalg::broadcast_batch(c.b, c.tensor("self"), batch);
   Value factor = linalg::broadcast_batch(c.b, c.tensor("A"), batch);
@@ -133,7 +133,7 @@ std::vector<Value> lower_cholesky_solve_helper(Ctx& c) {
 
 // cholesky_inverse(self, upper=False): (L L^T)^-1 as a Cholesky solve of the identity.
 std::vector<Value> lower_cholesky_inverse(Ctx& c) {
-  linalg::require_real(c.tensor("self"), "cholesky_inverse");
+  require_real(c.tensor("self").dtype(), "cholesky_inverse");
   Value factor = c.tensor("self");
   return {cholesky_solve(c.b, factor, linalg::eye(c.b, c.out()), c.bool_arg("upper"))};
 }

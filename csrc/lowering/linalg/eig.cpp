@@ -37,9 +37,8 @@ using ir::Value;
 
 // ---- scalar and vector helpers for one complex matrix [n, n] -------------------------------
 
-// |Re x| + |Im x| (LAPACK's cheap magnitude, for convergence tests and pivots) and the conjugate.
+// |Re x| + |Im x| (LAPACK's cheap magnitude, for convergence tests and pivots).
 using linalg::cabs1;
-using linalg::conj;
 
 Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
 

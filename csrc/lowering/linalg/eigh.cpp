@@ -78,7 +78,7 @@ std::vector<Value> rotate(Builder& b, const Value& a, const Value& v, const Valu
 
 // _linalg_eigh(A, UPLO="L", compute_v=True) -> (eigenvalues, eigenvectors)
 std::vector<Value> lower_linalg_eigh(Ctx& c) {
-  linalg::require_real(c.tensor("A"), "linalg_eigh");
+  require_real(c.tensor("A").dtype(), "linalg_eigh");
   Value a = c.tensor("A");
   bool upper = c.arg("UPLO").s == "U";
   bool compute_v = c.bool_arg("compute_v");

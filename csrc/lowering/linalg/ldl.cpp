@@ -154,7 +154,7 @@ std::vector<Value> ldl_step(Builder& b, const std::vector<Value>& st) {
 
 // linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False) -> (LD, pivots, info)
 std::vector<Value> lower_linalg_ldl_factor_ex(Ctx& c) {
-  linalg::require_real(c.tensor("self"), "linalg_ldl_factor_ex");
+  require_real(c.tensor("self").dtype(), "linalg_ldl_factor_ex");
   Value a = c.tensor("self");
   if (a.type.numel() == 0)
     return {hlo::full(c.b, c.out(0), 0), hlo::full(c.b, c.out(1), 0), hlo::full(c.b, c.out(2), 0)};
@@ -277,7 +277,7 @@ std::vector<Value> ldl_solve_backward(Builder& b, const std::vector<Value>& st) 
 // linalg_ldl_solve(LD, pivots, B, *, hermitian=False): A X = B with A = L D L^T from
 // ldl_factor (batch dimensions broadcast).
 std::vector<Value> lower_linalg_ldl_solve(Ctx& c) {
-  linalg::require_real(c.tensor("LD"), "linalg_ldl_solve");
+  require_real(c.tensor("LD").dtype(), "linalg_ldl_solve");
   const Type& ot = c.out();
   if (ot.numel() == 0) return {hlo::full(c.b, ot, 0)};
   Shape batch = linalg::batch_of(ot.shape);

@@ -6,6 +6,7 @@
 // an f32 result) and the add-forms combine beta*self + alpha*product in float32 before a single
 // rounding to the result dtype.
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/precision.h"
 #include "lowering/core/registry.h"
 
@@ -16,13 +17,11 @@ namespace {
 using ir::DType;
 using ir::Value;
 
-DType acc_type(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
-
 // dot_general of `lhs` and `rhs` in the accumulation type of `out`.
 Value product(Ctx& c, const Value& lhs, const Value& rhs, const std::vector<int64_t>& lb,
               const std::vector<int64_t>& rb, const std::vector<int64_t>& lc, const std::vector<int64_t>& rc,
               DType out) {
-  DType acc = acc_type(out);
+  DType acc = compute_dtype(out);
   Value l = hlo::convert(c.b, lhs, out), r = hlo::convert(c.b, rhs, out);
   if (ir::is_complex(out) || ir::is_integral(out) || out == DType::Bool) {
     // XLA's dot for these types keeps the element type; booleans go through i32 (any nonzero
@@ -71,14 +70,6 @@ Value add_form(Ctx& c, const Value& prod) {
   return hlo::convert(c.b, sum, out.dtype);
 }
 
-Value conj(Ctx& c, const Value& v) {
-  if (!ir::is_complex(v.dtype())) return v;
-  ir::Type real{ir::real_type(v.dtype()), v.shape()};
-  Value re = c.b.op1("stablehlo.real", {v}, real);
-  Value im = c.b.op1("stablehlo.imag", {v}, real);
-  return c.b.op1("stablehlo.complex", {re, hlo::neg(c.b, im)}, v.type);
-}
-
 std::vector<Value> lower_mm(Ctx& c) {
   Value p = product(c, c.tensor("self"), c.tensor("mat2"), {}, {}, {1}, {0}, c.out().dtype);
   return {hlo::convert(c.b, p, c.out().dtype)};
@@ -100,7 +91,7 @@ std::vector<Value> lower_dot(Ctx& c) {
 }
 
 std::vector<Value> lower_vdot(Ctx& c) {
-  Value p = product(c, conj(c, c.tensor("self")), c.tensor("other"), {}, {}, {0}, {0}, c.out().dtype);
+  Value p = product(c, conj(c.b, c.tensor("self")), c.tensor("other"), {}, {}, {0}, {0}, c.out().dtype);
   return {hlo::convert(c.b, p, c.out().dtype)};
 }
 
@@ -172,7 +163,7 @@ Value addr_reduced(Ctx& c, const Value& a, const Value& b) {
 // addr: the outer product is an elementwise product.
 std::vector<Value> lower_addr(Ctx& c) {
   const ir::Type& out = c.out();
-  DType acc = acc_type(out.dtype);
+  DType acc = compute_dtype(out.dtype);
   Value v1 = hlo::convert(c.b, c.tensor("vec1"), acc), v2 = hlo::convert(c.b, c.tensor("vec2"), acc);
   ir::Shape shape{v1.shape()[0], v2.shape()[0]};
   Value a = hlo::broadcast_in_dim(c.b, v1, shape, {0});

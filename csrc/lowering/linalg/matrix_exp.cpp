@@ -24,7 +24,7 @@ constexpr int kTaylorDegree = 18;
 std::vector<Value> lower_matrix_exp(Ctx& c) {
   ir::Builder& b = c.b;
   Value x = c.tensor("self");
-  linalg::require_real(x, "linalg.matrix_exp");
+  require_real(x.dtype(), "linalg.matrix_exp");
   const int r = x.rank();
   Value a = hlo::convert(b, x, DType::F64);
   Shape batch = linalg::batch_of(a.shape());

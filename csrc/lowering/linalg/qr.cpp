@@ -154,7 +154,7 @@ using ir::Value;
 
 // linalg_qr(A, mode='reduced') -> (Q, R)
 std::vector<Value> lower_linalg_qr(Ctx& c) {
-  linalg::require_real(c.tensor("A"), "linalg_qr");
+  require_real(c.tensor("A").dtype(), "linalg_qr");
   Value a = c.tensor("A");
   const std::string& mode = c.arg("mode").s;
   int64_t m = a.dim(-2), n = a.dim(-1), k = std::min(m, n);
@@ -178,7 +178,7 @@ std::vector<Value> lower_linalg_qr(Ctx& c) {
 // linalg_householder_product(input, tau): the first n columns of H_0 ... H_{k-1}, the
 // reflectors stored below the diagonal of input as geqrf leaves them (orgqr).
 std::vector<Value> lower_linalg_householder_product(Ctx& c) {
-  linalg::require_real(c.tensor("input"), "linalg_householder_product");
+  require_real(c.tensor("input").dtype(), "linalg_householder_product");
   Value a = c.tensor("input"), tau = c.tensor("tau");
   if (c.out().numel() == 0) return {hlo::full(c.b, c.out(), 0)};
   ir::Shape batch = linalg::batch_of(c.out().shape);
@@ -190,7 +190,7 @@ std::vector<Value> lower_linalg_householder_product(Ctx& c) {
 // ormqr(self, input2, input3, left=True, transpose=False): op(Q) C (left) or C op(Q), Q the
 // product of the reflectors in self / tau (input2), applied one by one without forming Q.
 std::vector<Value> lower_ormqr(Ctx& c) {
-  linalg::require_real(c.tensor("self"), "ormqr");
+  require_real(c.tensor("self").dtype(), "ormqr");
   if (c.out().numel() == 0) return {hlo::full(c.b, c.out(), 0)};
   ir::Shape batch = linalg::batch_of(c.out().shape);
   Value a = linalg::broadcast_batch(c.b, c.tensor("self"), batch);
@@ -224,7 +224,7 @@ std::vector<Value> lower_ormqr(Ctx& c) {
 // geqrf(self) -> (a, tau): LAPACK's compact QR, R on and above the diagonal and the Householder
 // reflectors below it, exactly what linalg::geqrf keeps.
 std::vector<Value> lower_geqrf(Ctx& c) {
-  linalg::require_real(c.tensor("self"), "geqrf");
+  require_real(c.tensor("self").dtype(), "geqrf");
   Value a = c.tensor("self");
   if (a.type.numel() == 0) return {a, hlo::full(c.b, c.out(1), 0)};
   linalg::Householder f = linalg::geqrf(c.b, a);

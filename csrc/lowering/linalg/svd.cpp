@@ -62,7 +62,7 @@ Value permute_cols(Builder& b, const Value& x, const Value& order) {
 
 // _linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None) -> (U, S, Vh)
 std::vector<Value> lower_linalg_svd(Ctx& c) {
-  linalg::require_real(c.tensor("A"), "linalg_svd");
+  require_real(c.tensor("A").dtype(), "linalg_svd");
   Value a = c.tensor("A");
   bool full = c.bool_arg("full_matrices");
   bool compute_uv = c.bool_arg("compute_uv");

@@ -134,7 +134,7 @@ Vs lower_hardshrink(Ctx& ctx) {
 // log_sigmoid_forward -> (min(x, 0) - log1p(exp(-|x|)), buffer = exp(-|x|)), CPU's buffer.
 Vs lower_log_sigmoid_forward(Ctx& ctx) {
   Builder& b = ctx.b;
-  Value x = operand_like_out(ctx, "self", opmath(ctx.out(0).dtype));
+  Value x = operand_like_out(ctx, "self", compute_dtype(ctx.out(0).dtype));
   Value z = exp(b, hlo::neg(b, abs(b, x)));
   Value out = hlo::sub(b, minimum(b, x, cst(b, x, 0)), log1p(b, z));
   return {finish(ctx, out, 0), finish(ctx, z, 1)};

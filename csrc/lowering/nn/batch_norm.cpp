@@ -39,10 +39,6 @@ Value scalar_to(Builder& b, const Value& s, DType t, const Shape& shape) {
   return hlo::broadcast_in_dim(b, hlo::convert(b, s, t), shape, {});
 }
 
-Value finish(Ctx& c, const Value& v, int k) {
-  return hlo::reshape(c.b, hlo::convert(c.b, v, c.out(k).dtype), c.out(k).shape);
-}
-
 struct BatchStats {
   Value mean, var_sum;  // [C], accumulation dtype
   double n = 0;         // elements per channel
@@ -79,7 +75,7 @@ Value eval_invstd(Builder& b, const Value& running_var, const Value& eps, DType 
 
 // momentum * stat + (1 - momentum) * running, in the running stat's accumulation dtype.
 Value update(Builder& b, const Value& running, const Value& stat, const Value& momentum) {
-  DType t = reduce::acc_type(running.dtype());
+  DType t = compute_dtype(running.dtype());
   Value r = hlo::convert(b, running, t);
   Value m = scalar_to(b, momentum, t, r.shape());
   Value one_minus = hlo::sub(b, hlo::full(b, r.type, 1), m);
@@ -96,7 +92,7 @@ TrainResult train(Ctx& c, std::string_view mean_arg, std::string_view var_arg, c
                   const Value& eps) {
   Builder& b = c.b;
   Value x = c.tensor("input");
-  DType acc = reduce::acc_type(x.dtype());
+  DType acc = compute_dtype(x.dtype());
   x = hlo::convert(b, x, acc);
   BatchStats s = batch_stats(b, x);
   Value var = hlo::div(b, s.var_sum, hlo::full(b, s.var_sum.type, s.n));
@@ -144,7 +140,7 @@ TrainResult train(Ctx& c, std::string_view mean_arg, std::string_view var_arg, c
 std::vector<Value> eval(Ctx& c, std::string_view mean_arg, std::string_view var_arg, const Value& eps) {
   Builder& b = c.b;
   Value x = c.tensor("input");
-  DType acc = reduce::acc_type(x.dtype());
+  DType acc = compute_dtype(x.dtype());
   x = hlo::convert(b, x, acc);
   Value mean = hlo::convert(b, c.tensor(mean_arg), acc);
   Value invstd = eval_invstd(b, c.tensor(var_arg), eps, acc);
@@ -192,10 +188,8 @@ std::vector<Value> lower_batch_norm_with_update(Ctx& c) {
 //   gw = dot * invstd, gb = sum(gy), with dot = sum(gy * (x - mean)).
 std::vector<Value> batch_norm_backward(Ctx& c, bool training, const Value& eps) {
   Builder& b = c.b;
-  const auto& mask = c.ints("output_mask");
-  auto wanted = [&](size_t k) { return k >= mask.size() || mask[k] != 0; };
   Value x = c.tensor("input");
-  DType acc = reduce::acc_type(x.dtype());
+  DType acc = compute_dtype(x.dtype());
   x = hlo::convert(b, x, acc);
   Value gy = hlo::convert(b, c.tensor("grad_out"), acc);
   std::vector<int64_t> dims = reduce_dims(x.rank());
@@ -214,7 +208,7 @@ std::vector<Value> batch_norm_backward(Ctx& c, bool training, const Value& eps) 
   Value dot = reduce::sum(b, hlo::mul(b, gy, centered), dims);
   Value w = c.has("weight") ? hlo::convert(b, c.tensor("weight"), acc) : hlo::full(b, invstd.type, 1);
   std::vector<Value> out(3);
-  if (wanted(0)) {
+  if (output_wanted(c, 0)) {
     Value scale = per_channel(b, hlo::mul(b, invstd, w), x.shape());
     if (training) {
       Value k = hlo::div(b, hlo::mul(b, dot, hlo::mul(b, invstd, invstd)), hlo::full(b, dot.type, n));
@@ -226,17 +220,9 @@ std::vector<Value> batch_norm_backward(Ctx& c, bool training, const Value& eps) 
       out[0] = hlo::mul(b, gy, scale);
     }
   }
-  if (wanted(1)) out[1] = hlo::mul(b, dot, invstd);
-  if (wanted(2)) out[2] = sum;
-  std::vector<Value> results;
-  for (size_t k = 0; k < c.out_types.size(); ++k) {
-    // An output left out by the mask is undefined (planned as an empty placeholder).
-    if (k < out.size() && out[k].valid())
-      results.push_back(finish(c, out[k], static_cast<int>(k)));
-    else
-      results.push_back(hlo::full(b, c.out(k), 0));
-  }
-  return results;
+  if (output_wanted(c, 1)) out[1] = hlo::mul(b, dot, invstd);
+  if (output_wanted(c, 2)) out[2] = sum;
+  return masked_outputs(c, out);
 }
 
 // native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?,

@@ -127,17 +127,13 @@ Value conv_weight_grad(Builder& b, const Value& x, const Value& gy, const Params
   return hlo::convolution(b, x, gy, dims, win, x.dtype());
 }
 
-DType compute_type(DType t) { return reduce::acc_type(t); }
-
-Value finish(Ctx& c, const Value& v, int k) { return hlo::convert(c.b, v, c.out(k).dtype); }
-
 Shape spatial_of(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
 
 // convolution_overrideable(input, weight, bias?, stride, padding, dilation, transposed,
 // output_padding, groups)
 std::vector<Value> lower_convolution(Ctx& c) {
   Builder& b = c.b;
-  DType t = compute_type(c.out().dtype);
+  DType t = compute_dtype(c.out().dtype);
   Value x = hlo::convert(b, c.tensor("input"), t);
   Value w = hlo::convert(b, c.tensor("weight"), t);
   Params p = params(c, x.rank() - 2);
@@ -158,16 +154,14 @@ std::vector<Value> lower_convolution(Ctx& c) {
 // transposed, output_padding, groups, output_mask) -> (grad_input, grad_weight, grad_bias)
 std::vector<Value> lower_convolution_backward(Ctx& c) {
   Builder& b = c.b;
-  const auto& mask = c.ints("output_mask");
-  auto wanted = [&](size_t k) { return k >= mask.size() || mask[k] != 0; };
-  DType t = compute_type(c.tensor("input").dtype());
+  DType t = compute_dtype(c.tensor("input").dtype());
   Value gy = hlo::convert(b, c.tensor("grad_output"), t);
   Value x = hlo::convert(b, c.tensor("input"), t);
   Value w = hlo::convert(b, c.tensor("weight"), t);
   Params p = params(c, x.rank() - 2);
   Shape in = spatial_of(x.shape()), ks = spatial_of(w.shape());
   std::vector<Value> out(3);
-  if (wanted(0)) {
+  if (output_wanted(c, 0)) {
     if (!p.transposed) {
       out[0] = conv_input_grad(b, gy, w, p, in);
     } else {
@@ -182,22 +176,14 @@ std::vector<Value> lower_convolution_backward(Ctx& c) {
       out[0] = conv(b, gy, w, p, pad);
     }
   }
-  if (wanted(1))
+  if (output_wanted(c, 1))
     out[1] = p.transposed ? conv_weight_grad(b, gy, x, p, ks) : conv_weight_grad(b, x, gy, p, ks);
-  if (wanted(2)) {
+  if (output_wanted(c, 2)) {
     std::vector<int64_t> dims = {0};
     for (int d = 2; d < gy.rank(); ++d) dims.push_back(d);
     out[2] = reduce::sum(b, gy, dims);
   }
-  std::vector<Value> results;
-  for (size_t k = 0; k < c.out_types.size(); ++k) {
-    // An output left out by output_mask is undefined (planned as an empty placeholder).
-    if (k < out.size() && out[k].valid())
-      results.push_back(finish(c, out[k], static_cast<int>(k)));
-    else
-      results.push_back(hlo::full(b, c.out(k), 0));
-  }
-  return results;
+  return masked_outputs(c, out);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lowering/core/index_util.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering {
@@ -45,7 +46,7 @@ std::vector<Value> lower_embedding_dense_backward(Ctx& c) {
   Value grad = hlo::reshape(c.b, hlo::convert(c.b, grad_out, out.dtype), {n, dim});
   ir::Type rows{out.dtype, {n, dim}};
 
-  DType opmath = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
+  DType opmath = compute_dtype(out.dtype);
   if (scale) {
     // counts[k] = occurrences of k; each row is scaled by 1 / counts[indices[i]] (the CPU
     // kernel's `add_(grad[i], 1.0 / count)`, computed in opmath).
@@ -82,7 +83,7 @@ std::vector<Value> lower_embedding_renorm(Ctx& c) {
   const int64_t dim = self.type.numel() / (rows > 0 ? rows : 1);
   const int64_t n = c.tensor("indices").type.numel();
   idx::require_in_range(c, c.tensor("indices"), rows, false, "index out of range in self");
-  DType opmath = self.dtype() == DType::F16 || self.dtype() == DType::BF16 ? DType::F32 : self.dtype();
+  DType opmath = compute_dtype(self.dtype());
   Value x = hlo::convert(c.b, hlo::reshape(c.b, self, {rows, dim}), opmath);
   Value a = hlo::unary(c.b, "stablehlo.abs", x);
   Value zero = hlo::constant(c.b, opmath, 0);

@@ -90,7 +90,7 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
   const int64_t k = c.tensor("offsets").type.numel();
   const int64_t num_bags = c.out(0).shape[0];
   const DType out_dtype = c.out(0).dtype;
-  const DType acc = ew::opmath(out_dtype);
+  const DType acc = compute_dtype(out_dtype);
   idx::require_in_range(c, c.tensor("indices"), vocab, false, "index out of range in self");
 
   Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
@@ -155,7 +155,7 @@ std::vector<Value> lower_embedding_bag_backward(Ctx& c) {
   const int64_t num_bags = grad_v.shape()[0];
   const int64_t dim = grad_v.shape()[1];
   const int64_t n = c.tensor("indices").type.numel();
-  const DType acc = ew::opmath(out.dtype);
+  const DType acc = compute_dtype(out.dtype);
   Value grad = hlo::convert(c.b, grad_v, acc);
   Type table{acc, {num_weights, dim}};
 
@@ -203,7 +203,7 @@ std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
   const int64_t num_bags = grad_v.shape()[0];
   const int64_t n = c.tensor("indices").type.numel();
   const int64_t padding_idx = c.int_arg("padding_idx");
-  const DType acc = ew::opmath(c.out().dtype);
+  const DType acc = compute_dtype(c.out().dtype);
   Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
   Value bag = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("offset2bag"), {n}), DType::I64);
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);

@@ -24,17 +24,17 @@ Halves halves(Builder& b, const Value& x, int64_t dim) {
 // glu: the first half of `dim` times the sigmoid of the second.
 std::vector<Value> lower_glu(Ctx& c) {
   Builder& b = c.b;
-  ew::require_real(c.tensor("self").dtype());
-  Value x = hlo::convert(b, c.tensor("self"), ew::opmath(c.out().dtype));
+  require_real(c.tensor("self").dtype());
+  Value x = hlo::convert(b, c.tensor("self"), compute_dtype(c.out().dtype));
   Halves h = halves(b, x, c.int_arg("dim"));
-  return {ew::finish(c, hlo::mul(b, h.a, ew::sigmoid(b, h.b)))};
+  return {finish(c, hlo::mul(b, h.a, ew::sigmoid(b, h.b)))};
 }
 
 // glu_backward(grad_output, self, dim): (g * sig(b), g * a * sig(b) * (1 - sig(b)))
 // concatenated along dim.
 std::vector<Value> lower_glu_backward(Ctx& c) {
   Builder& b = c.b;
-  const ir::DType t = ew::opmath(c.out().dtype);
+  const ir::DType t = compute_dtype(c.out().dtype);
   Value g = hlo::convert(b, c.tensor("grad_output"), t);
   Value x = hlo::convert(b, c.tensor("self"), t);
   int d = static_cast<int>(hlo::wrap_dim(c.int_arg("dim"), x.rank()));
@@ -43,7 +43,7 @@ std::vector<Value> lower_glu_backward(Ctx& c) {
   Value one_minus = hlo::sub(b, hlo::scalar_like(b, sig, 1), sig);
   Value ga = hlo::mul(b, sig, g);
   Value gb = hlo::mul(b, hlo::mul(b, hlo::mul(b, one_minus, sig), h.a), g);
-  return {ew::finish(c, hlo::concatenate(b, {ga, gb}, d))};
+  return {finish(c, hlo::concatenate(b, {ga, gb}, d))};
 }
 
 }  // namespace

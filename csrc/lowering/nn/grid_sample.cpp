@@ -298,7 +298,7 @@ std::vector<Value> lower_grid_sampler(Ctx& c) {
   // In the input's own dtype: CPU's bf16/f16 kernel rounds every step (coordinates, weights,
   // each product and partial sum), which per-op rounding reproduces exactly.
   const DType t = c.out().dtype;
-  ew::require_real(t);
+  require_real(t);
   Value x = hlo::convert(b, c.tensor("input"), t);
   Sampler s = make_sampler(c, x, c.tensor("grid"), t);
   Value xl = channels_last(b, x);
@@ -325,7 +325,7 @@ std::vector<Value> lower_grid_sampler(Ctx& c) {
   // [N, O..., C] -> [N, C, O...]
   std::vector<int64_t> perm = {0, static_cast<int64_t>(s.o.size())};
   for (size_t k = 1; k < s.o.size(); ++k) perm.push_back(static_cast<int64_t>(k));
-  return {ew::finish(c, hlo::transpose(b, out, perm))};
+  return {finish(c, hlo::transpose(b, out, perm))};
 }
 
 // d output / d source coordinate k, summed over channels: ggrid[k] [N, O...]. vals holds the
@@ -390,10 +390,8 @@ void grid_grad_terms(Builder& b, const Sampler& s, const std::vector<Value>& val
 // align_corners, output_mask) -> (grad_input, grad_grid)
 std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
   Builder& b = c.b;
-  const DType t = ew::opmath(c.out(1).dtype);
-  ew::require_real(t);
-  const auto& mask = c.ints("output_mask");
-  auto wanted = [&](size_t k) { return k >= mask.size() || mask[k] != 0; };
+  const DType t = compute_dtype(c.out(1).dtype);
+  require_real(t);
   Value x = hlo::convert(b, c.tensor("input"), t);
   Sampler s = make_sampler(c, x, c.tensor("grid"), t);
   const bool nearest = c.int_arg("interpolation_mode") == kNearest;
@@ -412,7 +410,7 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
   std::vector<Value> ggrid(s.n);
   for_each_combo(s, [&](const std::vector<int>& tap) {
     Gathered g = locate(b, s, tap);
-    if (wanted(0)) {
+    if (output_wanted(c, 0)) {
       auto bc = [&](const Value& w) { return hlo::broadcast_in_dim(b, w, vs, leading_dims(orank)); };
       Value m = hlo::broadcast_in_dim(b, g.mask, vs, leading_dims(orank));
       Value u = s.cubic ? hlo::mul(b, hlo::mul(b, gy, bc(s.dims[1].w[tap[1]])), bc(s.dims[0].w[tap[0]]))
@@ -420,12 +418,12 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
       updates.push_back(hlo::select(b, m, u, c_like(b, gy, 0)));
       indices.push_back(g.index);
     }
-    if (wanted(1) && !nearest) vals.push_back(sample(b, s, xl, g));
+    if (output_wanted(c, 1) && !nearest) vals.push_back(sample(b, s, xl, g));
   });
-  if (wanted(1) && !nearest) grid_grad_terms(b, s, vals, gy, ggrid);
+  if (output_wanted(c, 1) && !nearest) grid_grad_terms(b, s, vals, gy, ggrid);
 
   std::vector<Value> results;
-  if (wanted(0)) {
+  if (output_wanted(c, 0)) {
     // One scatter of every combination's updates: [K, N, O..., C] at [K, N, O..., 1 + n].
     auto stack = [&](const std::vector<Value>& vs_) {
       std::vector<Value> r;
@@ -448,13 +446,13 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
     // [N, S..., C] -> [N, C, S...]
     std::vector<int64_t> back = {0, s.n + 1};
     for (int k = 1; k <= s.n; ++k) back.push_back(k);
-    results.push_back(ew::finish(c, hlo::transpose(b, gx, back), 0));
+    results.push_back(finish(c, hlo::transpose(b, gx, back), 0));
   } else {
     results.push_back(hlo::full(b, c.out(0), 0));
   }
-  if (wanted(1) && nearest) {
+  if (output_wanted(c, 1) && nearest) {
     results.push_back(hlo::full(b, c.out(1), 0));  // piecewise constant in the grid
-  } else if (wanted(1)) {
+  } else if (output_wanted(c, 1)) {
     Shape col = s.o;
     col.push_back(1);
     std::vector<Value> comps;
@@ -462,7 +460,7 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
       int k = s.n - 1 - comp;
       comps.push_back(hlo::reshape(b, hlo::mul(b, ggrid[k], s.dims[k].mult), col));
     }
-    results.push_back(ew::finish(c, hlo::concatenate(b, comps, orank), 1));
+    results.push_back(finish(c, hlo::concatenate(b, comps, orank), 1));
   } else {
     results.push_back(hlo::full(b, c.out(1), 0));
   }

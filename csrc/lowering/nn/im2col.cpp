@@ -56,7 +56,7 @@ std::vector<Value> lower_im2col(Ctx& c) {
 std::vector<Value> lower_col2im(Ctx& c) {
   Builder& b = c.b;
   const DType out_dtype = c.out().dtype;
-  Value cols = hlo::convert(b, c.tensor("self"), reduce::acc_type(out_dtype));
+  Value cols = hlo::convert(b, c.tensor("self"), compute_dtype(out_dtype));
   if (cols.rank() == 2) cols = hlo::reshape(b, cols, {1, cols.dim(0), cols.dim(1)});
   const int64_t h = c.ints("output_size")[0], w = c.ints("output_size")[1];
   Geometry g = geometry(c);

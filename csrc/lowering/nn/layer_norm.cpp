@@ -16,27 +16,6 @@ using ir::DType;
 using ir::Shape;
 using ir::Value;
 
-Value finish(Ctx& c, const Value& v, int k) {
-  return hlo::reshape(c.b, hlo::convert(c.b, v, c.out(k).dtype), c.out(k).shape);
-}
-
-// Whether output k of a backward op is requested (bool[3] output_mask argument i).
-bool wanted(const Ctx& c, std::string_view name, int k) {
-  if (!c.has(name) || c.arg(name).kind != Arg::Kind::IntList) return true;
-  const auto& m = c.ints(name);
-  return k >= static_cast<int>(m.size()) || m[k] != 0;
-}
-
-// Results of a backward op: value k when requested, else zeros of its meta type.
-std::vector<Value> backward_results(Ctx& c, std::string_view mask_arg, const std::vector<Value>& vs) {
-  std::vector<Value> out;
-  for (size_t k = 0; k < c.out_types.size() && k < vs.size(); ++k) {
-    bool ok = vs[k].valid() && wanted(c, mask_arg, static_cast<int>(k));
-    out.push_back(ok ? finish(c, vs[k], static_cast<int>(k)) : hlo::full(c.b, c.out(k), 0));
-  }
-  return out;
-}
-
 struct Stats {
   Value mean, rstd;  // reduced over dims, accumulation dtype
 };
@@ -71,7 +50,7 @@ std::vector<int64_t> range(int64_t lo, int64_t hi) {
 std::vector<Value> lower_layer_norm(Ctx& c) {
   Builder& b = c.b;
   Value x = c.tensor("input");
-  DType acc = reduce::acc_type(x.dtype());
+  DType acc = compute_dtype(x.dtype());
   x = hlo::convert(b, x, acc);
   int64_t axis = x.rank() - static_cast<int64_t>(c.ints("normalized_shape").size());
   std::vector<int64_t> dims = range(axis, x.rank());
@@ -114,7 +93,7 @@ std::vector<Value> lower_layer_norm(Ctx& c) {
 std::vector<Value> lower_layer_norm_backward(Ctx& c) {
   Builder& b = c.b;
   Value x = c.tensor("input");
-  DType acc = reduce::acc_type(x.dtype());
+  DType acc = compute_dtype(x.dtype());
   x = hlo::convert(b, x, acc);
   Value g = hlo::convert(b, c.tensor("grad_out"), acc);
   int64_t axis = x.rank() - static_cast<int64_t>(c.ints("normalized_shape").size());
@@ -133,15 +112,15 @@ std::vector<Value> lower_layer_norm_backward(Ctx& c) {
     return reduce::expand_back(b, s, x.shape(), dims);
   };
   Value dx;
-  if (wanted(c, "output_mask", 0)) {
+  if (output_wanted(c, 0)) {
     Value inner = hlo::sub(b, hlo::sub(b, dxhat, mean_back(dxhat)),
                            hlo::mul(b, xhat, mean_back(hlo::mul(b, dxhat, xhat))));
     dx = hlo::mul(b, rstd, inner);
   }
   Value dw, db;
-  if (c.has("weight") && wanted(c, "output_mask", 1)) dw = reduce::sum(b, hlo::mul(b, g, xhat), batch);
-  if (c.has("bias") && wanted(c, "output_mask", 2)) db = reduce::sum(b, g, batch);
-  return backward_results(c, "output_mask", {dx, dw, db});
+  if (c.has("weight") && output_wanted(c, 1)) dw = reduce::sum(b, hlo::mul(b, g, xhat), batch);
+  if (c.has("bias") && output_wanted(c, 2)) db = reduce::sum(b, g, batch);
+  return masked_outputs(c, {dx, dw, db});
 }
 
 // native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd);
@@ -149,7 +128,7 @@ std::vector<Value> lower_layer_norm_backward(Ctx& c) {
 std::vector<Value> lower_group_norm(Ctx& c) {
   Builder& b = c.b;
   Value x = c.tensor("input");
-  DType acc = reduce::acc_type(x.dtype());
+  DType acc = compute_dtype(x.dtype());
   int64_t n = c.int_arg("N"), ch = c.int_arg("C"), hw = c.int_arg("HxW"), g = c.int_arg("group");
   Shape s4 = {n, g, ch / g, hw};
   Value x4 = hlo::reshape(b, hlo::convert(b, x, acc), s4);
@@ -170,7 +149,7 @@ std::vector<Value> lower_group_norm(Ctx& c) {
 std::vector<Value> lower_group_norm_backward(Ctx& c) {
   Builder& b = c.b;
   Value x = c.tensor("input");
-  DType acc = reduce::acc_type(x.dtype());
+  DType acc = compute_dtype(x.dtype());
   int64_t n = c.int_arg("N"), ch = c.int_arg("C"), hw = c.int_arg("HxW"), g = c.int_arg("group");
   Shape s4 = {n, g, ch / g, hw};
   Value x4 = hlo::reshape(b, hlo::convert(b, x, acc), s4);
@@ -193,14 +172,14 @@ std::vector<Value> lower_group_norm_backward(Ctx& c) {
     return hlo::broadcast_in_dim(b, s, s4, {0, 1});
   };
   Value dx, dw, db;
-  if (wanted(c, "output_mask", 0)) {
+  if (output_wanted(c, 0)) {
     Value inner = hlo::sub(b, hlo::sub(b, dxhat, mean_back(dxhat)),
                            hlo::mul(b, xhat, mean_back(hlo::mul(b, dxhat, xhat))));
     dx = hlo::mul(b, rstd, inner);
   }
-  if (wanted(c, "output_mask", 1)) dw = reduce::sum(b, hlo::mul(b, g4, xhat), {0, 3});
-  if (wanted(c, "output_mask", 2)) db = reduce::sum(b, g4, {0, 3});
-  return backward_results(c, "output_mask", {dx, dw, db});
+  if (output_wanted(c, 1)) dw = reduce::sum(b, hlo::mul(b, g4, xhat), {0, 3});
+  if (output_wanted(c, 2)) db = reduce::sum(b, g4, {0, 3});
+  return masked_outputs(c, {dx, dw, db});
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ Value apply_reduction(Ctx& c, const Value& loss, int64_t reduction) {
   DType out = c.out().dtype;
   Value l = hlo::convert(c.b, loss, out);
   if (reduction == kNone) return hlo::reshape(c.b, l, c.out().shape);
-  l = hlo::convert(c.b, l, reduce::acc_type(out));
+  l = hlo::convert(c.b, l, compute_dtype(out));
   std::vector<int64_t> all = reduce::dims_or_all({}, l.rank());
   Value s = reduce::sum(c.b, l, all);
   if (reduction == kMean)
@@ -58,19 +58,15 @@ struct BackwardArgs {
   Value g, x, t;
 };
 BackwardArgs backward_args(Ctx& c) {
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   const Shape& s = c.out().shape;
   return {arg_as(c, "grad_output", acc, s), arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)};
-}
-
-Value finish_grad(Ctx& c, const Value& v) {
-  return hlo::reshape(c.b, hlo::convert(c.b, v, c.out().dtype), c.out().shape);
 }
 
 // ---- mse_loss ----
 
 std::vector<Value> lower_mse_loss(Ctx& c) {
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Shape s = loss_shape(c, {"self", "target"});
   Value d = hlo::sub(c.b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s));
   return {apply_reduction(c, hlo::mul(c.b, d, d), c.int_arg("reduction"))};
@@ -81,7 +77,7 @@ std::vector<Value> lower_mse_loss_backward(Ctx& c) {
   BackwardArgs a = backward_args(c);
   double norm = 2.0 * grad_norm(c, "self", "reduction");
   Value r = hlo::mul(c.b, hlo::mul(c.b, scalar(c.b, a.x, norm), hlo::sub(c.b, a.x, a.t)), a.g);
-  return {finish_grad(c, r)};
+  return {finish(c, r)};
 }
 
 // ---- binary_cross_entropy ----
@@ -89,7 +85,7 @@ std::vector<Value> lower_mse_loss_backward(Ctx& c) {
 // (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100), times weight: the CPU formula.
 std::vector<Value> lower_bce(Ctx& c) {
   Builder& b = c.b;
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Shape s = loss_shape(c, {"self", "target", "weight"});
   Value x = arg_as(c, "self", acc, s), t = arg_as(c, "target", acc, s);
   // As on CPU, inputs must be probabilities (NaN fails the check too).
@@ -119,7 +115,7 @@ std::vector<Value> lower_bce_backward(Ctx& c) {
   if (c.has("weight")) r = hlo::mul(b, r, arg_as(c, "weight", r.dtype(), r.shape()));
   double norm = grad_norm(c, "self", "reduction");
   if (norm != 1.0) r = hlo::mul(b, r, scalar(b, r, norm));
-  return {finish_grad(c, r)};
+  return {finish(c, r)};
 }
 
 // binary_cross_entropy_with_logits(self, target, weight?, pos_weight?, reduction):
@@ -128,7 +124,7 @@ std::vector<Value> lower_bce_backward(Ctx& c) {
 // for bf16/f16 every intermediate is rounded to the result dtype (`r` below) as on CPU.
 std::vector<Value> lower_bce_with_logits(Ctx& c) {
   Builder& b = c.b;
-  DType out = c.out().dtype, acc = reduce::acc_type(out);
+  DType out = c.out().dtype, acc = compute_dtype(out);
   auto r = [&](const Value& v) { return precision::round_to(b, v, out); };
   Shape s = loss_shape(c, {"self", "target", "weight", "pos_weight"});
   Value x = arg_as(c, "self", acc, s), t = arg_as(c, "target", acc, s);
@@ -156,7 +152,7 @@ Value runtime_scalar(Ctx& c, std::string_view name, const Value& like) {
 // |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta  (beta = 0 gives |d|, the l1 loss, as on CPU)
 std::vector<Value> lower_smooth_l1(Ctx& c) {
   Builder& b = c.b;
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Shape s = loss_shape(c, {"self", "target"});
   Value z =
       hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
@@ -171,7 +167,7 @@ std::vector<Value> lower_smooth_l1(Ctx& c) {
 // |d| < delta ? 0.5 d^2 : delta * (|d| - 0.5 delta)
 std::vector<Value> lower_huber(Ctx& c) {
   Builder& b = c.b;
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Shape s = loss_shape(c, {"self", "target"});
   Value z =
       hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
@@ -196,7 +192,7 @@ Value piecewise_backward(Ctx& c, bool huber) {
   Value inner = huber ? hlo::mul(b, ng, d) : hlo::div(b, hlo::mul(b, ng, d), beta);
   Value r = hlo::select(b, hlo::compare(b, d, beta, "GE"), outer, inner);
   r = hlo::select(b, hlo::compare(b, d, hlo::neg(b, beta), "LE"), hlo::neg(b, outer), r);
-  return finish_grad(c, r);
+  return finish(c, r);
 }
 std::vector<Value> lower_smooth_l1_backward(Ctx& c) { return {piecewise_backward(c, false)}; }
 std::vector<Value> lower_huber_backward(Ctx& c) { return {piecewise_backward(c, true)}; }
@@ -216,7 +212,7 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, std::string_v
                    int64_t ignore) {
   Builder& b = c.b;
   int64_t cd = class_dim(self);
-  DType acc = reduce::acc_type(self.dtype());
+  DType acc = compute_dtype(self.dtype());
   std::vector<int64_t> other;
   for (int i = 0; i < self.rank(); ++i)
     if (i != cd) other.push_back(i);
@@ -250,7 +246,7 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, std::string_v
 std::vector<Value> lower_nll_loss_forward(Ctx& c) {
   Builder& b = c.b;
   Value self = c.tensor("self");
-  DType acc = reduce::acc_type(self.dtype());
+  DType acc = compute_dtype(self.dtype());
   Value x = hlo::convert(b, self, acc);
   int64_t cd = class_dim(self);
   NllTerms t = nll_terms(c, self, c.tensor("target"), "weight", c.int_arg("ignore_index"));
@@ -275,7 +271,7 @@ std::vector<Value> lower_nll_loss_forward(Ctx& c) {
 std::vector<Value> lower_nll_loss_backward(Ctx& c) {
   Builder& b = c.b;
   Value self = c.tensor("self");
-  DType acc = reduce::acc_type(self.dtype());
+  DType acc = compute_dtype(self.dtype());
   int64_t cd = class_dim(self);
   NllTerms t = nll_terms(c, self, c.tensor("target"), "weight", c.int_arg("ignore_index"));
   Value g = hlo::convert(b, c.tensor("grad_output"), acc);
@@ -289,7 +285,7 @@ std::vector<Value> lower_nll_loss_backward(Ctx& c) {
                                                              : hlo::broadcast_in_dim(b, g, t.w.shape(), {})));
   Value spread = hlo::broadcast_in_dim(b, per_sample, self.shape(), other);
   Value r = hlo::select(b, t.mask, spread, hlo::full(b, spread.type, 0));
-  return {finish_grad(c, r)};
+  return {finish(c, r)};
 }
 
 }  // namespace

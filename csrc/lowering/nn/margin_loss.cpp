@@ -62,7 +62,7 @@ struct MultiMargin {
 MultiMargin multi_margin_terms(Ctx& c, std::string_view self_arg, std::string_view target_arg,
                                std::string_view margin_arg, std::string_view weight_arg) {
   Builder& b = c.b;
-  DType t = reduce::acc_type(c.tensor(self_arg).dtype());
+  DType t = compute_dtype(c.tensor(self_arg).dtype());
   MultiMargin m;
   m.x = as_2d(b, hlo::convert(b, c.tensor(self_arg), t));
   const int64_t n = m.x.dim(0), k = m.x.dim(1);
@@ -126,7 +126,7 @@ struct MultiLabel {
 
 MultiLabel multilabel_terms(Ctx& c, std::string_view self_arg, std::string_view target_arg) {
   Builder& b = c.b;
-  DType t = reduce::acc_type(c.tensor(self_arg).dtype());
+  DType t = compute_dtype(c.tensor(self_arg).dtype());
   MultiLabel m;
   m.x = as_2d(b, hlo::convert(b, c.tensor(self_arg), t));
   const int64_t n = m.x.dim(0), k = m.x.dim(1);

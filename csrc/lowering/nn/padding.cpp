@@ -94,7 +94,7 @@ template <bool Reflect>
 std::vector<Value> lower_pad_backward(Ctx& c) {
   Builder& b = c.b;
   const DType out_dtype = c.out().dtype;
-  Value g = hlo::convert(b, c.tensor("grad_output"), reduce::acc_type(out_dtype));
+  Value g = hlo::convert(b, c.tensor("grad_output"), compute_dtype(out_dtype));
   const Value& self = c.tensor("self");
   const std::vector<int64_t>& p = c.ints("padding");
   for (size_t i = 0; i < p.size() / 2; ++i) {

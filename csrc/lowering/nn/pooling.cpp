@@ -144,11 +144,6 @@ std::vector<Value> max_pair_inits(Builder& b, DType t) {
   return {reduce::lowest(b, t), hlo::constant_int(b, DType::I64, std::numeric_limits<int64_t>::max())};
 }
 
-// Output k reshaped to its meta shape in its meta dtype.
-Value finish(Ctx& c, const Value& v, int k = 0) {
-  return hlo::reshape(c.b, hlo::convert(c.b, v, c.out(k).dtype), c.out(k).shape);
-}
-
 // grad_input of max pooling: gy [B, out...] added at `indices` [B, out...] of zero planes
 // shaped like `in` [B, in...].
 Value scatter_to_indices(Builder& b, const Value& gy, const Value& indices, const Shape& in) {
@@ -190,7 +185,7 @@ template <int N>
 std::vector<Value> lower_max_pool_backward(Ctx& c) {
   Builder& b = c.b;
   Value self = planes(b, c.tensor("self"), N);
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
   return {finish(c, scatter_to_indices(b, gy, c.tensor("indices"), self.shape()))};
 }
@@ -200,7 +195,7 @@ template <int N>
 std::vector<Value> lower_adaptive_max_pool_backward(Ctx& c) {
   Builder& b = c.b;
   Value self = planes(b, c.tensor("self"), N);
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
   return {finish(c, scatter_to_indices(b, gy, c.tensor("indices"), self.shape()))};
 }
@@ -247,7 +242,7 @@ std::vector<Value> lower_avg_pool(Ctx& c) {
   // Integer averages truncate toward zero as CPU's (stablehlo.divide on integers).
   require_float_or_long(c.tensor("self").dtype(), N == 2 ? "avg_pool2d" : "avg_pool3d");
   Value x = planes(b, c.tensor("self"), N);
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   x = hlo::convert(b, x, acc);
   Window w = window_args(c, N, false);
   Shape in = spatial(x.shape(), N), out = spatial(c.out().shape, N);
@@ -267,7 +262,7 @@ template <int N>
 std::vector<Value> lower_avg_pool_backward(Ctx& c) {
   Builder& b = c.b;
   Value self = planes(b, c.tensor("self"), N);
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Shape in = spatial(self.shape(), N);
   Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
   Shape gshape = {self.dim(0)};
@@ -437,7 +432,7 @@ std::vector<Value> lower_adaptive_avg_pool(Ctx& c) {
   Builder& b = c.b;
   require_float(c.tensor("self").dtype(), N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d");
   Value x = planes(b, c.tensor("self"), N);
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   x = hlo::convert(b, x, acc);
   Shape in = spatial(x.shape(), N), out = spatial(c.out().shape, N);
   if (N == 3 && precision::is_reduced(c.out().dtype) && x.type.numel() > 0) {
@@ -454,7 +449,7 @@ template <int N>
 std::vector<Value> lower_adaptive_avg_pool_backward(Ctx& c) {
   Builder& b = c.b;
   Value self = planes(b, c.tensor("self"), N);
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Shape in = spatial(self.shape(), N);
   Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
   Shape gshape = {self.dim(0)};

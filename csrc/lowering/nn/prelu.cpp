@@ -23,8 +23,8 @@ std::vector<Value> lower_prelu(Ctx& c) {
 // _prelu_kernel_backward(grad_output, self, weight) -> (grad_self, grad_weight)
 std::vector<Value> lower_prelu_backward(Ctx& c) {
   Builder& b = c.b;
-  const ir::DType t = ew::opmath(c.out(0).dtype);
-  ew::require_real(t);
+  const ir::DType t = compute_dtype(c.out(0).dtype);
+  require_real(t);
   const ir::Shape& s = c.out(0).shape;
   Value g = hlo::broadcast_to(b, hlo::convert(b, c.tensor("grad_output"), t), s);
   Value x = hlo::broadcast_to(b, hlo::convert(b, c.tensor("self"), t), s);
@@ -33,7 +33,7 @@ std::vector<Value> lower_prelu_backward(Ctx& c) {
   Value zero = hlo::full(b, x.type, 0);
   Value gx = hlo::select(b, pos, g, hlo::mul(b, w, g));
   Value gw = hlo::select(b, pos, zero, hlo::mul(b, x, g));
-  return {ew::finish(c, gx, 0), ew::finish(c, gw, 1)};
+  return {finish(c, gx, 0), finish(c, gw, 1)};
 }
 
 }  // namespace

@@ -16,14 +16,10 @@ using ir::Builder;
 using ir::DType;
 using ir::Value;
 
-Value finish(Ctx& c, const Value& v) {
-  return hlo::reshape(c.b, hlo::convert(c.b, v, c.out().dtype), c.out().shape);
-}
-
 // Argument i in the accumulation dtype, as rank >= 1; and the normalised dim (argument dim_arg).
 Value in_acc(Ctx& c, std::string_view name) {
   Value x = c.tensor(name);
-  x = hlo::convert(c.b, x, reduce::acc_type(x.dtype()));
+  x = hlo::convert(c.b, x, compute_dtype(x.dtype()));
   return x.rank() == 0 ? hlo::reshape(c.b, x, {1}) : x;
 }
 int64_t dim_of(Ctx& c, std::string_view dim_arg, int rank) { return hlo::wrap_dim(c.int_arg(dim_arg), rank); }

@@ -317,7 +317,7 @@ std::vector<Value> lower_upsample(Ctx& c) {
   const bool align = has_align && c.bool_arg("align_corners");
   Value x = c.tensor("self");
   const DType out_dtype = c.out().dtype;
-  if (interpolates(M)) x = hlo::convert(b, x, reduce::acc_type(out_dtype));
+  if (interpolates(M)) x = hlo::convert(b, x, compute_dtype(out_dtype));
   const int r = x.rank();
   // CPU's generic kernel stores the weights in the input dtype (bf16 weights for bf16 images)
   // and interpolates in float; bilinear with a small output (H + W <= 128) runs its
@@ -342,7 +342,7 @@ std::vector<Value> lower_upsample_backward(Ctx& c) {
   const bool has_align = interpolates(M);
   const bool align = has_align && c.bool_arg("align_corners");
   const DType out_dtype = c.out().dtype;
-  Value g = hlo::convert(b, c.tensor("grad_output"), reduce::acc_type(out_dtype));
+  Value g = hlo::convert(b, c.tensor("grad_output"), compute_dtype(out_dtype));
   const std::vector<int64_t>& in_size = c.ints("input_size");
   const int r = g.rank();
   for (int d = 0; d < N; ++d) {

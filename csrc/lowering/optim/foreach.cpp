@@ -11,6 +11,7 @@
 #include <string>
 
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering {
@@ -19,8 +20,6 @@ namespace {
 
 using ir::DType;
 using ir::Value;
-
-DType opmath(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 size_t list_size(const Ctx& c) { return c.arg("self").values.size(); }
 
@@ -71,7 +70,7 @@ std::vector<Value> binary(Ctx& c, Bin op, bool with_alpha = false) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
-    const DType t = opmath(out.dtype);
+    const DType t = compute_dtype(out.dtype);
     Value x = as(c, c.arg("self").values[k], t, out.shape);
     Value y = as(c, nth(c, c.declared_one_of({"other", "scalar", "scalars"}), k), t, out.shape);
     if (with_alpha && c.has("alpha")) {
@@ -100,7 +99,7 @@ std::vector<Value> addc(Ctx& c, bool divide) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
-    const DType t = opmath(out.dtype);
+    const DType t = compute_dtype(out.dtype);
     Value self = as(c, c.arg("self").values[k], t, out.shape);
     Value t1 = as(c, c.arg("tensor1").values[k], t, out.shape);
     Value t2 = as(c, c.arg("tensor2").values[k], t, out.shape);
@@ -122,7 +121,7 @@ std::vector<Value> lower_lerp(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
-    const DType t = opmath(out.dtype);
+    const DType t = compute_dtype(out.dtype);
     Value self = as(c, c.arg("self").values[k], t, out.shape);
     Value end = as(c, c.arg("tensors1").values[k], t, out.shape);
     Value w = as(c, nth(c, c.declared_one_of({"weight", "weights"}), k), t, out.shape);
@@ -146,7 +145,7 @@ std::vector<Value> unary_each(Ctx& c, F f) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
-    const DType t = opmath(out.dtype);
+    const DType t = compute_dtype(out.dtype);
     Value x = as(c, c.arg("self").values[k], t, out.shape);
     outs.push_back(hlo::convert(c.b, f(x), out.dtype));
   }
@@ -251,7 +250,7 @@ std::vector<Value> lower_norm(Ctx& c) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
-    const DType t = opmath(out.dtype);
+    const DType t = compute_dtype(out.dtype);
     Value x0 = c.arg("self").values[k];
     if (ir::is_complex(x0.dtype()))
       x0 = c.b.op1("stablehlo.abs", {x0}, ir::Type{ir::real_type(x0.dtype()), x0.shape()});

@@ -5,6 +5,7 @@
 // lr, betas, eps and weight decay are runtime scalars, so schedules never recompile; choices
 // PyTorch makes on their values (weight_decay != 0, lerp weight < 0.5) become selects.
 #include "lowering/core/hlo.h"
+#include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
 
 namespace tpu::lowering {
@@ -13,8 +14,6 @@ namespace {
 
 using ir::DType;
 using ir::Value;
-
-DType opmath(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 // A 0-d argument (Scalar or Tensor) as f64.
 Value f64(Ctx& c, std::string_view name) {
@@ -53,7 +52,9 @@ Skip skip_flag(Ctx& c, std::string_view found_inf_arg) {
   return s;
 }
 
-Value finish(Ctx& c, const Skip& skip, const Value& old_value, const Value& new_opmath) {
+// A state tensor's new value in its own dtype; with found_inf set, its old value (the step is
+// skipped).
+Value stepped(Ctx& c, const Skip& skip, const Value& old_value, const Value& new_opmath) {
   Value v = hlo::convert(c.b, new_opmath, old_value.dtype());
   if (!skip.present) return v;
   return hlo::select(c.b, hlo::broadcast_in_dim(c.b, skip.pred, old_value.shape(), {}), old_value, v);
@@ -87,7 +88,7 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
   for (size_t k = 0; k < n; ++k) {
     const Value& p0 = params[k];
     const ir::Shape& shape = p0.shape();
-    const DType t = opmath(p0.dtype());
+    const DType t = compute_dtype(p0.dtype());
     auto S = [&](const Value& s) { return splat(c, s, t, shape); };
 
     Value step = hlo::reshape(c.b, hlo::convert(c.b, steps[k], DType::F64), {});
@@ -125,13 +126,13 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
         hlo::add(c.b, hlo::div(c.b, hlo::unary(c.b, "stablehlo.sqrt", denom_base), S(bc2_sqrt)), S(eps));
     p = hlo::sub(c.b, p, hlo::div(c.b, hlo::mul(c.b, S(step_size), ea), denom));
 
-    out_params.push_back(finish(c, skip, p0, p));
+    out_params.push_back(stepped(c, skip, p0, p));
     out_grads.push_back(
         skip.present ? hlo::select(c.b, hlo::broadcast_in_dim(c.b, skip.pred, shape, {}), grads[k], g_stored)
                      : g_stored);
-    out_avgs.push_back(finish(c, skip, exp_avgs[k], ea));
-    out_sqs.push_back(finish(c, skip, exp_avg_sqs[k], sq));
-    if (k < max_sqs.size()) out_max.push_back(amsgrad ? finish(c, skip, max_sqs[k], mx) : max_sqs[k]);
+    out_avgs.push_back(stepped(c, skip, exp_avgs[k], ea));
+    out_sqs.push_back(stepped(c, skip, exp_avg_sqs[k], sq));
+    if (k < max_sqs.size()) out_max.push_back(amsgrad ? stepped(c, skip, max_sqs[k], mx) : max_sqs[k]);
   }
   std::vector<Value> outs = out_params;
   outs.insert(outs.end(), out_grads.begin(), out_grads.end());
@@ -168,7 +169,7 @@ std::vector<Value> lower_fused_sgd(Ctx& c) {
   for (size_t k = 0; k < n; ++k) {
     const Value& p0 = params[k];
     const ir::Shape& shape = p0.shape();
-    const DType t = opmath(p0.dtype());
+    const DType t = compute_dtype(p0.dtype());
     auto S = [&](const Value& s) { return splat(c, s, t, shape); };
     auto B = [&](const Value& pred) { return hlo::broadcast_in_dim(c.b, pred, shape, {}); };
 
@@ -189,11 +190,11 @@ std::vector<Value> lower_fused_sgd(Ctx& c) {
     }
     p = hlo::sub(c.b, p, hlo::mul(c.b, g, S(lr)));
 
-    out_params.push_back(finish(c, skip, p0, p));
+    out_params.push_back(stepped(c, skip, p0, p));
     out_grads.push_back(skip.present ? hlo::select(c.b, B(skip.pred), grads[k], g_stored) : g_stored);
     if (k < bufs.size()) {
       Value nb = hlo::select(c.b, B(mom_zero), hlo::convert(c.b, bufs[k], t), buf);
-      out_bufs.push_back(finish(c, skip, bufs[k], nb));
+      out_bufs.push_back(stepped(c, skip, bufs[k], nb));
     }
   }
   std::vector<Value> outs = out_params;

@@ -28,11 +28,7 @@ Value to_acc(Ctx& c, const Value& x, DType out) {
     else
       v = hlo::convert(c.b, v, out);
   }
-  return hlo::convert(c.b, v, reduce::acc_type(out));
-}
-
-Value finish(Ctx& c, const Value& r, int k = 0) {
-  return hlo::reshape(c.b, hlo::convert(c.b, r, c.out(k).dtype), c.out(k).shape);
+  return hlo::convert(c.b, v, compute_dtype(out));
 }
 
 Value reduce_with(Ctx& c, ReduceFn fn, const std::vector<int64_t>& dims) {
@@ -138,7 +134,7 @@ std::vector<Value> lower_count_nonzero(Ctx& c) {
 // kernel does (so a row of -inf gives -inf, and +inf gives +inf, not NaN).
 std::vector<Value> lower_logsumexp(Ctx& c) {
   ir::Builder& b = c.b;
-  DType acc = reduce::acc_type(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   Value x = hlo::convert(b, c.tensor("self"), acc);
   std::vector<int64_t> dims = reduce::dims_arg(c, "dim", x.rank());
   Value m = reduce::max(b, x, dims);
@@ -154,7 +150,7 @@ std::vector<Value> lower_logsumexp(Ctx& c) {
 std::vector<Value> lower_trace(Ctx& c) {
   Value x = c.tensor("self");
   DType out = c.out().dtype;
-  DType acc = out == DType::F32 ? DType::F64 : reduce::acc_type(out);
+  DType acc = out == DType::F32 ? DType::F64 : compute_dtype(out);
   Value v = hlo::convert(c.b, hlo::convert(c.b, x, out), acc);
   ir::Type index{DType::I64, x.shape()};
   Value diagonal = hlo::compare(c.b, hlo::iota(c.b, index, 0), hlo::iota(c.b, index, 1), "EQ");

@@ -47,16 +47,12 @@ std::pair<Value, int64_t> input(Ctx& c) {
   return {x, dim};
 }
 
-Value finish(Ctx& c, const Value& v, int k = 0) {
-  return hlo::reshape(c.b, hlo::convert(c.b, v, c.out(k).dtype), c.out(k).shape);
-}
-
 // cumsum/cumprod(self, dim, *, dtype): cast to the result dtype, accumulate in float for
 // bf16/f16 (the CPU kernel keeps a float running sum and rounds each output).
 Value cumulative(Ctx& c, const std::string& op, double init) {
   auto [x, dim] = input(c);
   DType out = c.out().dtype;
-  x = hlo::convert(c.b, hlo::convert(c.b, x, out), reduce::acc_type(out));
+  x = hlo::convert(c.b, hlo::convert(c.b, x, out), compute_dtype(out));
   if (x.dim(dim) == 0) return finish(c, x);
   DType t = x.dtype();
   Value r = prefix(c.b, {x}, {hlo::constant(c.b, t, init)}, dim,
@@ -105,7 +101,7 @@ std::vector<Value> lower_cummin(Ctx& c) { return cum_extreme(c, false); }
 // the CPU kernel's special case for equal infinities (returns the value itself).
 std::vector<Value> lower_logcumsumexp(Ctx& c) {
   auto [x, dim] = input(c);
-  x = hlo::convert(c.b, x, reduce::acc_type(c.out().dtype));
+  x = hlo::convert(c.b, x, compute_dtype(c.out().dtype));
   if (x.dim(dim) == 0) return {finish(c, x)};
   auto body = [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
     const Value &p = a[0], &q = a[1];

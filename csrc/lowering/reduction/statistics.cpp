@@ -23,13 +23,6 @@ Value abs2(Builder& b, const Value& x) {
   return hlo::add(b, hlo::mul(b, re, re), hlo::mul(b, im, im));
 }
 
-Value abs(Builder& b, const Value& x) {
-  if (ir::is_complex(x.dtype()))
-    return b.op1("stablehlo.abs", {x}, hlo::with_dtype(x.type, ir::real_type(x.dtype())));
-  if (x.dtype() == DType::Bool || ir::is_unsigned(x.dtype())) return x;
-  return hlo::unary(b, "stablehlo.abs", x);
-}
-
 struct Moments {
   Value var, mean;  // reduced shapes, accumulation dtypes
 };
@@ -39,7 +32,7 @@ struct Moments {
 Moments moments(Ctx& c) {
   Builder& b = c.b;
   Value x = c.tensor("self");
-  x = hlo::convert(b, x, reduce::acc_type(x.dtype()));
+  x = hlo::convert(b, x, compute_dtype(x.dtype()));
   std::vector<int64_t> dims = reduce::dims_arg(c, "dim", x.rank());
   DType real = ir::real_type(x.dtype());
   int64_t n = reduce::count(x.shape(), dims);
@@ -53,10 +46,6 @@ Moments moments(Ctx& c) {
                        hlo::constant(b, real, 0));
   Value var = hlo::div(b, m2, hlo::broadcast_in_dim(b, dof, m2.shape(), {}));
   return {var, mean};
-}
-
-Value finish(Ctx& c, const Value& v, int k) {
-  return hlo::reshape(c.b, hlo::convert(c.b, v, c.out(k).dtype), c.out(k).shape);
 }
 
 // var.correction(self, dim?, *, correction?, keepdim) and friends.
@@ -101,7 +90,7 @@ Value vector_norm(Ctx& c, double p, const std::vector<int64_t>& dims) {
   Value x = c.tensor("self");
   // The input is cast to the result dtype (`dtype=`, or the input's own) and accumulated in
   // float for bf16/f16; complex inputs stay complex of the matching width.
-  DType acc = reduce::acc_type(out);
+  DType acc = compute_dtype(out);
   if (ir::is_complex(x.dtype())) {
     x = hlo::convert(b, x, acc == DType::F64 ? DType::C128 : DType::C64);
   } else {
@@ -129,7 +118,7 @@ std::vector<Value> lower_norm_all(Ctx& c) {
 std::vector<Value> lower_renorm(Ctx& c) {
   Builder& b = c.b;
   Value x = c.tensor("self");
-  const DType t = x.dtype(), acc = reduce::acc_type(t);
+  const DType t = x.dtype(), acc = compute_dtype(t);
   const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.rank(); ++d)

@@ -285,7 +285,7 @@ Value small_j1(Builder& b, const Value& x) {
 }  // namespace
 
 Value bessel_i0e(Builder& b, const Value& x) {
-  Value a = ew::abs(b, x);
+  Value a = abs(b, x);
   Value small = series(b, linear_map(b, ew::minimum(b, a, cst(b, a, 8)), 0.25), TPU_SERIES(I0Small));
   Value big_a = ew::maximum(b, a, cst(b, a, 8));
   Value large = hlo::div(b, series(b, inverse_map(b, big_a, 16), TPU_SERIES(I0Large)), ew::sqrt(b, big_a));
@@ -293,7 +293,7 @@ Value bessel_i0e(Builder& b, const Value& x) {
 }
 
 Value bessel_i1e(Builder& b, const Value& x) {
-  Value a = ew::abs(b, x);
+  Value a = abs(b, x);
   Value s = ew::minimum(b, a, cst(b, a, 8));
   Value g = series(b, linear_map(b, s, 0.25), TPU_SERIES(I1Small));  // I1(x) e^(-x/2) / x
   Value small = hlo::mul(b, hlo::mul(b, x, g), ew::exp(b, ew::mul_c(b, s, -0.5)));
@@ -303,12 +303,8 @@ Value bessel_i1e(Builder& b, const Value& x) {
 }
 
 // As the CPU kernels, e^|x| overflows to inf (and inf * 0 = NaN at |x| = inf).
-Value bessel_i0(Builder& b, const Value& x) {
-  return hlo::mul(b, bessel_i0e(b, x), ew::exp(b, ew::abs(b, x)));
-}
-Value bessel_i1(Builder& b, const Value& x) {
-  return hlo::mul(b, bessel_i1e(b, x), ew::exp(b, ew::abs(b, x)));
-}
+Value bessel_i0(Builder& b, const Value& x) { return hlo::mul(b, bessel_i0e(b, x), ew::exp(b, abs(b, x))); }
+Value bessel_i1(Builder& b, const Value& x) { return hlo::mul(b, bessel_i1e(b, x), ew::exp(b, abs(b, x))); }
 
 Value bessel_k0(Builder& b, const Value& x, bool scaled) {
   Value s = ew::minimum(b, x, cst(b, x, 2));
@@ -334,14 +330,14 @@ Value bessel_k1(Builder& b, const Value& x, bool scaled) {
 }
 
 Value bessel_j0(Builder& b, const Value& x) {
-  Value a = ew::abs(b, x);
+  Value a = abs(b, x);
   Value small = small_j0(b, ew::minimum(b, a, cst(b, a, 8)));
   Value r = hlo::select(b, ew::le(b, a, 8), small, hankel(b, a, 0).j);
   return hlo::select(b, ew::is_inf(b, x), cst(b, x, kNaN), r);  // as the CPU kernel
 }
 
 Value bessel_j1(Builder& b, const Value& x) {
-  Value a = ew::abs(b, x);
+  Value a = abs(b, x);
   Value small = small_j1(b, ew::copysign(b, ew::minimum(b, a, cst(b, a, 8)), x));
   Value large = hankel(b, a, 1).j;  // J1 is odd
   large = hlo::select(b, ew::lt(b, x, 0), hlo::neg(b, large), large);
@@ -351,7 +347,7 @@ Value bessel_j1(Builder& b, const Value& x) {
 
 Value airy_ai(Builder& b, const Value& x) {
   constexpr double kZeta2 = 4 * M_SQRT2 / 3;  // zeta(2) = 2/3 2^(3/2)
-  Value a = ew::maximum(b, ew::abs(b, x), cst(b, x, 2));
+  Value a = ew::maximum(b, abs(b, x), cst(b, x, 2));
   Value zeta = ew::mul_c(b, hlo::mul(b, a, ew::sqrt(b, a)), 2.0 / 3);
   Value u = inverse_map(b, zeta, 2 * kZeta2);
   Value quarter = ew::sqrt(b, ew::sqrt(b, a));  // a^(1/4)

@@ -94,7 +94,7 @@ Value digamma_pos(Builder& b, const Value& x) {
 
 // (q + k)^-s, also for negative q + k when s is an integer (zeta's domain for q < 0).
 Value pow_neg_s(Builder& b, const Value& v, const Value& neg_s, const Value& s_odd) {
-  Value mag = hlo::binary(b, "stablehlo.power", ew::abs(b, v), neg_s);
+  Value mag = hlo::binary(b, "stablehlo.power", abs(b, v), neg_s);
   return hlo::select(b, ew::and_(b, ew::lt(b, v, 0), s_odd), hlo::neg(b, mag), mag);
 }
 
@@ -105,7 +105,7 @@ Value lgamma(Builder& b, const Value& x) {
   Value y = hlo::select(b, reflect, hlo::sub(b, cst(b, x, 1), x), x);
   Value lg = lgamma_lanczos(b, y);
   // Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x).
-  Value sin_abs = ew::abs(b, sin_pi(b, distance_to_integer(b, x)));
+  Value sin_abs = abs(b, sin_pi(b, distance_to_integer(b, x)));
   Value reflected = hlo::sub(b, hlo::sub(b, cst(b, x, std::log(M_PI)), ew::log(b, sin_abs)), lg);
   Value r = hlo::select(b, reflect, reflected, lg);
   // Poles at 0, -1, -2, ... and lgamma(-inf) = +inf.
@@ -232,7 +232,7 @@ Value incomplete_gamma(Builder& b, const Value& a, const Value& x, bool upper) {
   // the modified Lentz method.
   constexpr double kTiny = 1e-30;
   Value tiny = cst(b, x, kTiny);
-  auto guard = [&](const Value& v) { return hlo::select(b, ew::lt(b, ew::abs(b, v), kTiny), tiny, v); };
+  auto guard = [&](const Value& v) { return hlo::select(b, ew::lt(b, abs(b, v), kTiny), tiny, v); };
   Value bk = hlo::sub(b, ew::add_c(b, x, 1), a);
   Value c = cst(b, x, 1 / kTiny);
   Value d = hlo::div(b, cst(b, x, 1), guard(bk));

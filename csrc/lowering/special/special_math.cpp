@@ -115,12 +115,12 @@ Value chebyshev_series(Builder& b, const Value& u, const std::vector<double>& c)
 }
 
 Value erfc(Builder& b, const Value& x) {
-  Value r = erfc_nonneg(b, ew::abs(b, x));
+  Value r = erfc_nonneg(b, abs(b, x));
   return hlo::select(b, ew::lt(b, x, 0), hlo::sub(b, cst(b, x, 2), r), r);
 }
 
 Value erf(Builder& b, const Value& x) {
-  Value a = ew::abs(b, x);
+  Value a = abs(b, x);
   // Beyond |x| = 1, 1 - erfc loses nothing (erfc(1) = 0.157) and reaches 1 exactly.
   Value big = ew::copysign(b, hlo::sub(b, cst(b, x, 1), erfc_nonneg(b, a)), x);
   return hlo::select(b, ew::lt(b, a, 1), erf_small(b, x), big);
@@ -169,7 +169,7 @@ Value erfinv_abs(Builder& b, const Value& a, const Value& one_minus_a) {
 }  // namespace
 
 Value erfinv(Builder& b, const Value& y) {
-  Value a = ew::abs(b, y);
+  Value a = abs(b, y);
   return ew::copysign(b, erfinv_abs(b, a, hlo::sub(b, cst(b, a, 1), a)), y);
 }
 
@@ -204,7 +204,7 @@ Value ndtri(Builder& b, const Value& p) {
 }
 
 Value erfcx(Builder& b, const Value& x) {
-  Value a = ew::abs(b, x);
+  Value a = abs(b, x);
   Value pos = hlo::div(b, erfcx_scaled(b, a), ew::add_c(b, ew::mul_c(b, a, 2), 1));
   pos = hlo::select(b, ew::eq(b, a, std::numeric_limits<double>::infinity()), cst(b, a, 0), pos);
   // erfcx(-a) = 2 e^(a^2) - erfcx(a); e^(a^2) overflows (to the right inf) first. a^2 is
