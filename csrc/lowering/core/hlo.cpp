@@ -2,6 +2,7 @@
 
 #include "lowering/core/float8.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -43,7 +44,7 @@ Value constant(Builder& b, DType dtype, double v) {
   if (ir::is_complex(dtype)) {
     Value re = constant(b, ir::real_type(dtype), v);
     Value im = constant(b, ir::real_type(dtype), 0);
-    return b.op1("stablehlo.complex", {re, im}, scalar_type(dtype));
+    return complex(b, re, im);
   }
   // A float8 literal would be rounded by the MLIR parser, not as c10 rounds a Scalar.
   if (ir::is_float8(dtype)) return convert(b, constant(b, DType::F64, v), dtype);
@@ -66,18 +67,40 @@ Value i64_vector(Builder& b, const std::vector<int64_t>& v) {
   return b.op1("stablehlo.constant", {}, t, "value = dense<" + ir::i64_list(v) + "> : " + t.str());
 }
 
-Value constant_int(Builder& b, DType dtype, int64_t v) {
-  if (!ir::is_integral(dtype) && dtype != DType::Bool) return constant(b, dtype, static_cast<double>(v));
-  std::string lit = dtype == DType::Bool ? (v ? "true" : "false") : std::to_string(v);
-  if (ir::is_unsigned(dtype) && dtype != DType::Bool && v < 0) {
+Value float_vector(Builder& b, const std::vector<double>& v, DType dtype) {
+  Type t{dtype, {static_cast<int64_t>(v.size())}};
+  std::string lit = "[";
+  for (size_t i = 0; i < v.size(); ++i) lit += (i ? ", " : "") + float_literal(v[i]);
+  return b.op1("stablehlo.constant", {}, t, "value = dense<" + lit + "]> : " + t.str());
+}
+
+namespace {
+
+// The literal of integer (or bool) `v` in `dtype`.
+std::string int_literal(DType dtype, int64_t v) {
+  if (dtype == DType::Bool) return v ? "true" : "false";
+  if (ir::is_unsigned(dtype) && v < 0) {
     // Wraps modulo 2^bits, as a C++ (and PyTorch) cast does: -1 -> 255 for ui8.
     uint64_t u = static_cast<uint64_t>(v);
     int bits = 8 * ir::itemsize(dtype);
     if (bits < 64) u &= (uint64_t{1} << bits) - 1;
-    lit = std::to_string(u);
+    return std::to_string(u);
   }
+  return std::to_string(v);
+}
+
+}  // namespace
+
+Value constant_int(Builder& b, DType dtype, int64_t v) {
+  if (!ir::is_integral(dtype) && dtype != DType::Bool) return constant(b, dtype, static_cast<double>(v));
   return b.op1("stablehlo.constant", {}, scalar_type(dtype),
-               "value = dense<" + lit + "> : " + scalar_type(dtype).str());
+               "value = dense<" + int_literal(dtype, v) + "> : " + scalar_type(dtype).str());
+}
+
+Value full_int(Builder& b, const Type& type, int64_t v) {
+  if (!ir::is_integral(type.dtype) && type.dtype != DType::Bool) return full(b, type, static_cast<double>(v));
+  return b.op1("stablehlo.constant", {}, type,
+               "value = dense<" + int_literal(type.dtype, v) + "> : " + type.str());
 }
 
 Value full(Builder& b, const Type& type, double v) {
@@ -88,12 +111,11 @@ Value convert(Builder& b, const Value& v, DType dtype) {
   if (v.dtype() == dtype) return v;
   if (dtype == DType::Bool && ir::is_complex(v.dtype())) return compare(b, v, full(b, v.type, 0), "NE");
   if (ir::is_complex(v.dtype()) && !ir::is_complex(dtype)) {
-    Value re = b.op1("stablehlo.real", {v}, with_dtype(v.type, ir::real_type(v.dtype())));
-    return convert(b, re, dtype);
+    return convert(b, real(b, v), dtype);
   }
   // float8 conversions round as c10's do, not as XLA's (lowering/core/float8.h).
   if (ir::is_float8(v.dtype()) || ir::is_float8(dtype)) return float8::convert(b, v, dtype);
-  return b.op1("stablehlo.convert", {v}, with_dtype(v.type, dtype));
+  return xla_convert(b, v, dtype);
 }
 
 Value reshape(Builder& b, const Value& v, const Shape& shape) {
@@ -223,40 +245,6 @@ Value dynamic_update_slice(Builder& b, const Value& v, const Value& update,
   return b.op1("stablehlo.dynamic_update_slice", operands, v.type);
 }
 
-Value unary(Builder& b, const std::string& op, const Value& x) { return b.op1(op, {x}, x.type); }
-
-Value binary(Builder& b, const std::string& op, const Value& x, const Value& y) {
-  return b.op1(op, {x, y}, x.type);
-}
-
-Value add(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.add", x, y); }
-Value sub(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.subtract", x, y); }
-Value mul(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.multiply", x, y); }
-Value div(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.divide", x, y); }
-Value max(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.maximum", x, y); }
-Value min(Builder& b, const Value& x, const Value& y) { return binary(b, "stablehlo.minimum", x, y); }
-Value neg(Builder& b, const Value& x) { return unary(b, "stablehlo.negate", x); }
-
-Value compare(Builder& b, const Value& x, const Value& y, const std::string& dir) {
-  DType t = x.dtype();
-  const char* type = ir::is_floating(t) || ir::is_complex(t) ? "FLOAT"
-                     : ir::is_unsigned(t)                    ? "UNSIGNED"
-                                                             : "SIGNED";
-  return b.op1("stablehlo.compare", {x, y}, with_dtype(x.type, DType::Bool),
-               "comparison_direction = #stablehlo<comparison_direction " + dir +
-                   ">, compare_type = #stablehlo<comparison_type " + type + ">");
-}
-
-Value select(Builder& b, const Value& pred, const Value& on_true, const Value& on_false) {
-  return b.op1("stablehlo.select", {pred, on_true, on_false}, on_true.type);
-}
-
-Value logical_not(Builder& b, const Value& x) { return unary(b, "stablehlo.not", x); }
-
-Value is_finite(Builder& b, const Value& x) {
-  return b.op1("stablehlo.is_finite", {x}, with_dtype(x.type, DType::Bool));
-}
-
 Value scalar_like(Builder& b, const Value& x, double v) { return full(b, x.type, v); }
 
 std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,
@@ -277,6 +265,16 @@ std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs, const 
                           region_args, body);
 }
 
+Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims, Combiner op) {
+  return reduce_multi(b, {x}, {init}, dims, combiner_body(op))[0];
+}
+
+Value unary(Builder& b, const std::string& op, const Value& x) { return b.op1(op, {x}, x.type); }
+
+Value binary(Builder& b, const std::string& op, const Value& x, const Value& y) {
+  return b.op1(op, {x, y}, x.type);
+}
+
 Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims,
              const std::string& op) {
   return reduce_multi(b, {x}, {init}, dims,
@@ -288,10 +286,10 @@ Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<in
 Value indices_in_range(Builder& b, const Value& index, int64_t size) {
   Value lo = compare(b, index, full(b, index.type, static_cast<double>(-size)), "GE");
   Value hi = compare(b, index, full(b, index.type, static_cast<double>(size)), "LT");
-  Value ok = binary(b, "stablehlo.and", lo, hi);
+  Value ok = and_(b, lo, hi);
   std::vector<int64_t> dims(ok.rank());
   for (int i = 0; i < ok.rank(); ++i) dims[i] = i;
-  return reduce(b, ok, constant_int(b, DType::Bool, 1), dims, "stablehlo.and");
+  return reduce(b, ok, constant_int(b, DType::Bool, 1), dims, Combiner::And);
 }
 
 Value dot_general(Builder& b, const Value& lhs, const Value& rhs, const std::vector<int64_t>& lhs_batch,
@@ -406,6 +404,116 @@ std::vector<Value> reduce_window(Builder& b, const std::vector<Value>& xs, const
       "padding = " + padding_attr(padding) + ", window_dilations = " + ir::i64_array(dilation) +
       ", window_dimensions = " + ir::i64_array(window) + ", window_strides = " + ir::i64_array(strides);
   return b.op_with_region("stablehlo.reduce_window", operands, results, attrs, region_args, body);
+}
+
+namespace {
+
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+Value gather(Builder& b, const Value& operand, const Value& indices, const GatherDims& d) {
+  Shape batch;
+  for (int i = 0; i < indices.rank(); ++i)
+    if (i != d.index_vector_dim) batch.push_back(indices.shape()[i]);
+  Shape offsets;
+  for (int i = 0; i < operand.rank(); ++i)
+    if (!contains(d.collapsed_slice_dims, i)) offsets.push_back(d.slice_sizes[i]);
+  Shape shape;
+  size_t bi = 0, oi = 0;
+  for (size_t p = 0; p < batch.size() + offsets.size(); ++p)
+    shape.push_back(contains(d.offset_dims, static_cast<int64_t>(p)) ? offsets[oi++] : batch[bi++]);
+  std::string attrs = "dimension_numbers = #stablehlo.gather<offset_dims = " + ir::i64_list(d.offset_dims) +
+                      ", collapsed_slice_dims = " + ir::i64_list(d.collapsed_slice_dims) +
+                      ", start_index_map = " + ir::i64_list(d.start_index_map) +
+                      ", index_vector_dim = " + std::to_string(d.index_vector_dim) +
+                      ">, slice_sizes = " + ir::i64_array(d.slice_sizes) + ", indices_are_sorted = false";
+  return b.op1("stablehlo.gather", {operand, indices}, Type{operand.dtype(), shape}, attrs);
+}
+
+Value scatter(Builder& b, const Value& operand, const Value& indices, const Value& updates,
+              const ScatterDims& d, ScatterCombiner combine) {
+  std::string attrs = "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " +
+                      ir::i64_list(d.update_window_dims) +
+                      ", inserted_window_dims = " + ir::i64_list(d.inserted_window_dims) +
+                      ", scatter_dims_to_operand_dims = " + ir::i64_list(d.scatter_dims_to_operand_dims) +
+                      ", index_vector_dim = " + std::to_string(d.index_vector_dim) +
+                      ">, indices_are_sorted = false, unique_indices = false";
+  Type scalar{operand.dtype(), {}};
+  return b.op_with_region("stablehlo.scatter", {operand, indices, updates}, {operand.type}, attrs,
+                          {scalar, scalar},
+                          [combine](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                            if (!combine) return {a[1]};
+                            return {hlo::combine(rb, *combine, a[0], a[1])};
+                          })[0];
+}
+
+std::vector<Value> sort(Builder& b, const std::vector<Value>& xs, int64_t dim, bool stable,
+                        const Builder::RegionBody& less) {
+  std::vector<Type> results, region_args;
+  for (const Value& x : xs) {
+    results.push_back(x.type);
+    region_args.push_back(Type{x.dtype(), {}});
+    region_args.push_back(Type{x.dtype(), {}});
+  }
+  return b.op_with_region(
+      "stablehlo.sort", xs, results,
+      "dimension = " + std::to_string(dim) + " : i64, is_stable = " + (stable ? "true" : "false"),
+      region_args, less);
+}
+
+std::vector<Value> while_loop(Builder& b, const std::vector<Value>& init, const Builder::RegionBody& cond,
+                              const Builder::RegionBody& body) {
+  std::vector<Type> types;
+  for (const Value& v : init) types.push_back(v.type);
+  return b.op_with_regions("stablehlo.while", init, types, "", {{types, cond}, {types, body}});
+}
+
+Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, bool lower,
+                       bool unit_diagonal, TriangularOp op) {
+  const char* name = op == TriangularOp::NoTranspose ? "NO_TRANSPOSE"
+                     : op == TriangularOp::Adjoint   ? "ADJOINT"
+                                                     : "TRANSPOSE";
+  std::string attrs = std::string("left_side = ") + (left ? "true" : "false") +
+                      ", lower = " + (lower ? "true" : "false") +
+                      ", unit_diagonal = " + (unit_diagonal ? "true" : "false") +
+                      ", transpose_a = #stablehlo<transpose " + name + ">";
+  return b.op1("stablehlo.triangular_solve", {a, rhs}, rhs.type, attrs);
+}
+
+Value fft(Builder& b, const Value& x, FftType type, const std::vector<int64_t>& lengths) {
+  Type out = x.type;
+  const char* name = "FFT";
+  switch (type) {
+    case FftType::Fft:
+      break;
+    case FftType::Ifft:
+      name = "IFFT";
+      break;
+    case FftType::Rfft:
+      name = "RFFT";
+      if (x.dtype() != DType::F32 && x.dtype() != DType::F64)
+        throw std::invalid_argument("stablehlo.fft: RFFT of " + x.type.str() + ", not f32 or f64");
+      out.dtype = x.dtype() == DType::F64 ? DType::C128 : DType::C64;
+      out.shape.back() = lengths.back() / 2 + 1;
+      break;
+    case FftType::Irfft:
+      name = "IRFFT";
+      out.dtype = ir::real_type(x.dtype());
+      out.shape.back() = lengths.back();
+      break;
+  }
+  return b.op1(
+      "stablehlo.fft", {x}, out,
+      std::string("fft_type = #stablehlo<fft_type ") + name + ">, fft_length = " + ir::i64_array(lengths));
+}
+
+std::pair<Value, Value> rng_bit_generator(Builder& b, const Value& state, DType dtype, const Shape& shape) {
+  std::vector<Value> r = b.op("stablehlo.rng_bit_generator", {state}, {state.type, Type{dtype, shape}},
+                              "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
+  return {r[0], r[1]};
 }
 
 }  // namespace tpu::lowering::hlo
