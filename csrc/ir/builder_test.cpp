@@ -485,7 +485,7 @@ TEST(Hlo, CompareSelectConvertReduceDot) {
   Value gt = hlo::compare(b, x, hlo::full(b, x.type, 0), "GT");
   Value relu = hlo::select(b, gt, x, hlo::full(b, x.type, 0));
   Value as_int = hlo::convert(b, x, DType::I32);
-  Value row_sum = hlo::reduce(b, x, hlo::constant(b, DType::F32, 0), {1}, "stablehlo.add");
+  Value row_sum = hlo::reduce(b, x, hlo::constant(b, DType::F32, 0), {1}, hlo::Combiner::Add);
   Value mm = hlo::dot_general(b, x, y, {}, {}, {1}, {0}, DType::F32);
   Value notgt = hlo::logical_not(b, gt);
   CHECK_EQ(mm.shape(), (Shape{2, 2}));

@@ -22,41 +22,42 @@ std::string pairs_attr(const std::vector<std::vector<int64_t>>& rows) {
 // only for add, multiply, minimum and maximum (XLA's ReductionKind); and, or and xor are
 // `native = false`: the values are gathered and folded on every replica instead, which moves
 // group-size times the data but gives the same result.
-struct Combiner {
-  std::string op;
+struct Combining {
+  hlo::Combiner op;
   bool native = true;
 };
 
-Combiner combiner(ReduceOp op, DType dtype) {
+Combining combining(ReduceOp op, DType dtype) {
+  using hlo::Combiner;
   if (dtype == DType::Bool) {  // carried as ui8 0/1: or is maximum, and is minimum
     switch (op) {
       case ReduceOp::Sum:
       case ReduceOp::Max:
       case ReduceOp::BitOr:
-        return {"stablehlo.maximum"};
+        return {Combiner::Max};
       case ReduceOp::Product:
       case ReduceOp::Min:
       case ReduceOp::BitAnd:
-        return {"stablehlo.minimum"};
+        return {Combiner::Min};
       default:
-        return {"stablehlo.xor", false};
+        return {Combiner::Xor, false};
     }
   }
   switch (op) {
     case ReduceOp::Product:
-      return {"stablehlo.multiply"};
+      return {Combiner::Mul};
     case ReduceOp::Min:
-      return {"stablehlo.minimum"};
+      return {Combiner::Min};
     case ReduceOp::Max:
-      return {"stablehlo.maximum"};
+      return {Combiner::Max};
     case ReduceOp::BitAnd:
-      return {"stablehlo.and", false};
+      return {Combiner::And, false};
     case ReduceOp::BitOr:
-      return {"stablehlo.or", false};
+      return {Combiner::Or, false};
     case ReduceOp::BitXor:
-      return {"stablehlo.xor", false};
+      return {Combiner::Xor, false};
     default:  // SUM, AVG, PREMUL_SUM
-      return {"stablehlo.add"};
+      return {Combiner::Add};
   }
 }
 
@@ -76,18 +77,12 @@ Value finish_reduction(Builder& b, const Value& y, const Reduction& r, DType dty
   return y;
 }
 
-Builder::RegionBody binary_body(const std::string& op) {
-  return [op](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-    return {hlo::binary(rb, op, a[0], a[1])};
-  };
-}
-
 // Folds `y`'s `count` equal blocks along `dim` with `op`, in block order.
-Value fold_blocks(Builder& b, const Value& y, int64_t dim, int64_t count, const std::string& op) {
+Value fold_blocks(Builder& b, const Value& y, int64_t dim, int64_t count, hlo::Combiner op) {
   const int64_t block = y.dim(static_cast<int>(dim)) / count;
   Value acc = hlo::slice_dim(b, y, static_cast<int>(dim), 0, block);
   for (int64_t j = 1; j < count; ++j)
-    acc = hlo::binary(b, op, acc, hlo::slice_dim(b, y, static_cast<int>(dim), j * block, (j + 1) * block));
+    acc = hlo::combine(b, op, acc, hlo::slice_dim(b, y, static_cast<int>(dim), j * block, (j + 1) * block));
   return acc;
 }
 
@@ -159,12 +154,12 @@ Value all_reduce(Builder& b, const Value& x, const Reduction& r, const Groups& g
   const std::string groups_attr = replica_groups_attr(groups);
   const int64_t n = group_size(groups);
   Value v = prepare(b, x, r);
-  const Combiner c = combiner(r.op, x.dtype());
+  const Combining c = combining(r.op, x.dtype());
   Value y;
   if (c.native) {
     Type scalar{v.dtype(), {}};
     y = b.op_with_region("stablehlo.all_reduce", {v}, {v.type}, "replica_groups = " + groups_attr,
-                         {scalar, scalar}, binary_body(c.op))[0];
+                         {scalar, scalar}, hlo::combiner_body(c.op))[0];
   } else {
     Value flat = hlo::reshape(b, v, {v.type.numel()});
     Value gathered = all_gather(b, flat, 0, groups);
@@ -195,7 +190,7 @@ Value reduce_scatter(Builder& b, const Value& x, int64_t dim, const Reduction& r
                                 std::to_string(x.dim(static_cast<int>(dim))) + " does not split into " +
                                 std::to_string(n) + " equal blocks");
   Value v = prepare(b, x, r);
-  const Combiner c = combiner(r.op, x.dtype());
+  const Combining c = combining(r.op, x.dtype());
   Value y;
   if (c.native) {
     Type scalar{v.dtype(), {}};
@@ -204,7 +199,7 @@ Value reduce_scatter(Builder& b, const Value& x, int64_t dim, const Reduction& r
     y = b.op_with_region(
         "stablehlo.reduce_scatter", {v}, {out},
         "scatter_dimension = " + std::to_string(dim) + " : i64, replica_groups = " + groups_attr,
-        {scalar, scalar}, binary_body(c.op))[0];
+        {scalar, scalar}, hlo::combiner_body(c.op))[0];
   } else {
     // Block i of every member, gathered on member i in group order, then folded.
     y = fold_blocks(b, all_to_all(b, v, dim, dim, groups), dim, n, c.op);

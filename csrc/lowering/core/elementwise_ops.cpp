@@ -17,10 +17,10 @@ Value is_inf(Builder& b, const Value& x) {
   return hlo::compare(b, abs(b, x), cst(b, x, std::numeric_limits<double>::infinity()), "EQ");
 }
 
-Value and_(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.and", x, y); }
-Value or_(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.or", x, y); }
-Value xor_(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.xor", x, y); }
-Value not_(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.not", x); }
+Value and_(Builder& b, const Value& x, const Value& y) { return hlo::and_(b, x, y); }
+Value or_(Builder& b, const Value& x, const Value& y) { return hlo::or_(b, x, y); }
+Value xor_(Builder& b, const Value& x, const Value& y) { return hlo::xor_(b, x, y); }
+Value not_(Builder& b, const Value& x) { return hlo::not_(b, x); }
 
 Value lt(Builder& b, const Value& x, double v) { return hlo::compare(b, x, cst(b, x, v), "LT"); }
 Value le(Builder& b, const Value& x, double v) { return hlo::compare(b, x, cst(b, x, v), "LE"); }
@@ -38,7 +38,7 @@ Value to_bool(Builder& b, const Value& x) {
 Value trunc(Builder& b, const Value& x) {
   if (!ir::is_floating(x.dtype())) return x;
   // ceil for negatives keeps -0.0 for x in (-1, 0), as C trunc does.
-  return hlo::select(b, lt(b, x, 0), hlo::unary(b, "stablehlo.ceil", x), hlo::unary(b, "stablehlo.floor", x));
+  return hlo::select(b, lt(b, x, 0), hlo::ceil(b, x), hlo::floor(b, x));
 }
 
 namespace {
@@ -61,7 +61,7 @@ Value signbit(Builder& b, const Value& x) {
   if (ir::is_unsigned(t)) return hlo::full(b, hlo::with_dtype(x.type, DType::Bool), 0);
   if (ir::is_integral(t)) return lt(b, x, 0);
   // The sign bit of the IEEE encoding: a comparison would miss -0.0 and negative NaNs.
-  Value bits = b.op1("stablehlo.bitcast_convert", {x}, hlo::with_dtype(x.type, same_width_int(t)));
+  Value bits = hlo::bitcast_convert(b, x, same_width_int(t));
   return lt(b, bits, 0);
 }
 
@@ -89,13 +89,13 @@ Value polynomial(Builder& b, const Value& x, const std::vector<double>& coeffs) 
   return p;
 }
 
-Value exp(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.exponential", x); }
-Value log(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.log", x); }
-Value log1p(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.log_plus_one", x); }
-Value expm1(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.exponential_minus_one", x); }
-Value sqrt(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.sqrt", x); }
-Value tanh(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.tanh", x); }
-Value sigmoid(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.logistic", x); }
+Value exp(Builder& b, const Value& x) { return hlo::exp(b, x); }
+Value log(Builder& b, const Value& x) { return hlo::log(b, x); }
+Value log1p(Builder& b, const Value& x) { return hlo::log1p(b, x); }
+Value expm1(Builder& b, const Value& x) { return hlo::expm1(b, x); }
+Value sqrt(Builder& b, const Value& x) { return hlo::sqrt(b, x); }
+Value tanh(Builder& b, const Value& x) { return hlo::tanh(b, x); }
+Value sigmoid(Builder& b, const Value& x) { return hlo::logistic(b, x); }
 
 double max_finite(DType t) {
   switch (t) {

@@ -269,20 +269,6 @@ Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<in
   return reduce_multi(b, {x}, {init}, dims, combiner_body(op))[0];
 }
 
-Value unary(Builder& b, const std::string& op, const Value& x) { return b.op1(op, {x}, x.type); }
-
-Value binary(Builder& b, const std::string& op, const Value& x, const Value& y) {
-  return b.op1(op, {x, y}, x.type);
-}
-
-Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims,
-             const std::string& op) {
-  return reduce_multi(b, {x}, {init}, dims,
-                      [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                        return {binary(rb, op, a[0], a[1])};
-                      })[0];
-}
-
 Value indices_in_range(Builder& b, const Value& index, int64_t size) {
   Value lo = compare(b, index, full(b, index.type, static_cast<double>(-size)), "GE");
   Value hi = compare(b, index, full(b, index.type, static_cast<double>(size)), "LT");

@@ -1,7 +1,8 @@
-// Typed emitters for StableHLO ops: the vocabulary every lowering is written in. This header
-// has constants, shape and data movement, reductions, windows, contractions, indexing, sorting,
-// loops and the rest; the elementwise ops are in lowering/core/hlo_elementwise.h, which it
-// includes.
+// Typed emitters for StableHLO ops: the vocabulary every lowering is written in. Lowerings emit
+// StableHLO only through these functions (and lowering/collectives/collectives.h for the
+// cross-replica ops); no op name is spelled outside them. This header has constants, shape and
+// data movement, reductions, windows, contractions, indexing, sorting, loops and the rest; the
+// elementwise ops are in lowering/core/hlo_elementwise.h, which it includes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -57,13 +58,6 @@ Value scalar_like(Builder& b, const Value& x, double v);
 
 // Reduces `dims` of `x` with `op`.
 Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims, Combiner op);
-
-// Transitional op-name forms ("stablehlo.exponential", "stablehlo.add", ...), until every
-// lowering calls the emitters above.
-Value unary(Builder& b, const std::string& op, const Value& x);
-Value binary(Builder& b, const std::string& op, const Value& x, const Value& y);
-Value reduce(Builder& b, const Value& x, const Value& init, const std::vector<int64_t>& dims,
-             const std::string& op);
 // Variadic reduce over several operands with a custom body.
 std::vector<Value> reduce_multi(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,
                                 const std::vector<int64_t>& dims, const Builder::RegionBody& body);

@@ -1,52 +1,6 @@
 #include "lowering/core/index_util.h"
 
-#include <algorithm>
-
 namespace tpu::lowering::idx {
-
-namespace {
-
-bool contains(const std::vector<int64_t>& v, int64_t x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-}  // namespace
-
-Value gather(Builder& b, const Value& operand, const Value& indices, const GatherDims& d) {
-  Shape batch;
-  for (int i = 0; i < indices.rank(); ++i)
-    if (i != d.index_vector_dim) batch.push_back(indices.shape()[i]);
-  Shape offsets;
-  for (int i = 0; i < operand.rank(); ++i)
-    if (!contains(d.collapsed_slice_dims, i)) offsets.push_back(d.slice_sizes[i]);
-  Shape shape;
-  size_t bi = 0, oi = 0;
-  for (size_t p = 0; p < batch.size() + offsets.size(); ++p)
-    shape.push_back(contains(d.offset_dims, p) ? offsets[oi++] : batch[bi++]);
-  std::string attrs = "dimension_numbers = #stablehlo.gather<offset_dims = " + ir::i64_list(d.offset_dims) +
-                      ", collapsed_slice_dims = " + ir::i64_list(d.collapsed_slice_dims) +
-                      ", start_index_map = " + ir::i64_list(d.start_index_map) +
-                      ", index_vector_dim = " + std::to_string(d.index_vector_dim) +
-                      ">, slice_sizes = " + ir::i64_array(d.slice_sizes) + ", indices_are_sorted = false";
-  return b.op1("stablehlo.gather", {operand, indices}, Type{operand.dtype(), shape}, attrs);
-}
-
-Value scatter(Builder& b, const Value& operand, const Value& indices, const Value& updates,
-              const ScatterDims& d, const std::string& combine) {
-  std::string attrs = "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " +
-                      ir::i64_list(d.update_window_dims) +
-                      ", inserted_window_dims = " + ir::i64_list(d.inserted_window_dims) +
-                      ", scatter_dims_to_operand_dims = " + ir::i64_list(d.scatter_dims_to_operand_dims) +
-                      ", index_vector_dim = " + std::to_string(d.index_vector_dim) +
-                      ">, indices_are_sorted = false, unique_indices = false";
-  Type scalar{operand.dtype(), {}};
-  return b.op_with_region("stablehlo.scatter", {operand, indices, updates}, {operand.type}, attrs,
-                          {scalar, scalar},
-                          [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                            if (combine.empty()) return {a[1]};
-                            return {hlo::binary(rb, combine, a[0], a[1])};
-                          })[0];
-}
 
 Value wrap_index(Builder& b, const Value& index, int64_t size) {
   Value i = hlo::convert(b, index, DType::I64);
@@ -86,7 +40,7 @@ Value gather_along(Builder& b, const Value& operand, int64_t dim, const Value& i
 }
 
 Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index, const Value& updates,
-                    const std::string& combine) {
+                    ScatterCombiner combine) {
   // Indices [N, 1]; the update dimension `dim` walks the indices, every other is a window.
   Value ind = hlo::reshape(b, wrap_index(b, index, operand.shape()[dim]), {updates.shape()[dim], 1});
   ScatterDims d;
@@ -120,7 +74,7 @@ Value gather_elements(Builder& b, const Value& self, const Value& index, int64_t
 }
 
 Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim, const Value& updates,
-                       const std::string& combine) {
+                       ScatterCombiner combine) {
   if (index.type.numel() == 0) return self;
   const int64_t r = self.rank();
   Value coords = element_coords(b, index, dim, self.shape()[dim]);
@@ -137,11 +91,11 @@ void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negat
   Value i = hlo::convert(c.b, index, DType::I64);
   Value lo = hlo::full(c.b, i.type, allow_negative ? -static_cast<double>(size) : 0.0);
   Value hi = hlo::full(c.b, i.type, static_cast<double>(size));
-  Value ok =
-      hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, i, lo, "GE"), hlo::compare(c.b, i, hi, "LT"));
+  Value ok = hlo::and_(c.b, hlo::compare(c.b, i, lo, "GE"), hlo::compare(c.b, i, hi, "LT"));
   std::vector<int64_t> dims;
   for (int d = 0; d < ok.rank(); ++d) dims.push_back(d);
-  if (!dims.empty()) ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
+  if (!dims.empty())
+    ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, hlo::Combiner::And);
   c.require(ok, message, kind);
 }
 
@@ -149,8 +103,8 @@ std::string out_of_bounds(int64_t dim, int64_t size) {
   return "index is out of bounds for dimension " + std::to_string(dim) + " with size " + std::to_string(size);
 }
 
-std::string add_op(DType dtype) { return dtype == DType::Bool ? "stablehlo.or" : "stablehlo.add"; }
-std::string mul_op(DType dtype) { return dtype == DType::Bool ? "stablehlo.and" : "stablehlo.multiply"; }
+hlo::Combiner add_op(DType dtype) { return dtype == DType::Bool ? hlo::Combiner::Or : hlo::Combiner::Add; }
+hlo::Combiner mul_op(DType dtype) { return dtype == DType::Bool ? hlo::Combiner::And : hlo::Combiner::Mul; }
 
 // Sorting flat indices with the false elements pushed past the end keeps row-major order.
 Value nonzero_coords(Builder& b, const Value& mask, int64_t count, int64_t fill) {
@@ -163,12 +117,10 @@ Value nonzero_coords(Builder& b, const Value& mask, int64_t count, int64_t fill)
       hlo::select(b, hlo::reshape(b, mask, {n}), iota, hlo::add(b, iota, hlo::full(b, flat, double(n))));
   if (count > n)
     keyed = hlo::concatenate(b, {keyed, hlo::full(b, Type{DType::I64, {count - n}}, double(2 * n))}, 0);
-  Value sorted =
-      b.op_with_region("stablehlo.sort", {keyed}, {keyed.type}, "dimension = 0 : i64, is_stable = false",
-                       {Type{DType::I64, {}}, Type{DType::I64, {}}},
-                       [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                         return {hlo::compare(rb, a[0], a[1], "LT")};
-                       })[0];
+  Value sorted = hlo::sort(b, {keyed}, 0, /*stable=*/false,
+                           [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+                             return {hlo::compare(rb, a[0], a[1], "LT")};
+                           })[0];
   Type t{DType::I64, {count}};
   Value flat_idx = hlo::slice(b, sorted, {0}, {count});
   Value missing = hlo::compare(b, flat_idx, hlo::full(b, t, double(n)), "GE");
@@ -177,7 +129,7 @@ Value nonzero_coords(Builder& b, const Value& mask, int64_t count, int64_t fill)
   std::vector<Value> cols;
   for (int64_t d = 0; d < rank; ++d) {
     Value q = hlo::div(b, flat_idx, hlo::full(b, t, double(strides[d])));
-    Value r = b.op1("stablehlo.remainder", {q, hlo::full(b, t, double(shape[d]))}, t);
+    Value r = hlo::rem(b, q, hlo::full(b, t, double(shape[d])));
     r = hlo::select(b, missing, hlo::full(b, t, double(fill)), r);
     cols.push_back(hlo::reshape(b, r, {count, 1}));
   }

@@ -15,28 +15,13 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
-struct GatherDims {
-  std::vector<int64_t> offset_dims;
-  std::vector<int64_t> collapsed_slice_dims;
-  std::vector<int64_t> start_index_map;
-  int64_t index_vector_dim = 0;
-  std::vector<int64_t> slice_sizes;
-};
-
-struct ScatterDims {
-  std::vector<int64_t> update_window_dims;
-  std::vector<int64_t> inserted_window_dims;
-  std::vector<int64_t> scatter_dims_to_operand_dims;
-  int64_t index_vector_dim = 0;
-};
-
-// stablehlo.gather; the result shape follows from the dimension numbers.
-Value gather(Builder& b, const Value& operand, const Value& indices, const GatherDims& dims);
-
-// stablehlo.scatter whose region combines (current, update) with `combine`: an empty string
-// replaces, otherwise a binary op name ("stablehlo.add", "stablehlo.maximum", ...).
-Value scatter(Builder& b, const Value& operand, const Value& indices, const Value& updates,
-              const ScatterDims& dims, const std::string& combine);
+// The gather / scatter emitters themselves (lowering/core/hlo.h), under the names the indexing
+// lowerings use. A scatter's combine is hlo::kReplace or an hlo::Combiner.
+using hlo::gather;
+using hlo::GatherDims;
+using hlo::scatter;
+using hlo::ScatterCombiner;
+using hlo::ScatterDims;
 
 // Index values as i64 with negative entries wrapped by `size` (PyTorch's Python-style indices).
 Value wrap_index(Builder& b, const Value& index, int64_t size);
@@ -50,7 +35,7 @@ Value element_coords(Builder& b, const Value& index, int64_t dim, int64_t dim_si
 // scatter of `updates` (the index's shape) to those positions, combined as in `scatter`.
 Value gather_elements(Builder& b, const Value& self, const Value& index, int64_t dim);
 Value scatter_elements(Builder& b, const Value& self, const Value& index, int64_t dim, const Value& updates,
-                       const std::string& combine);
+                       ScatterCombiner combine);
 
 // `v` reshaped to rank 1 when it is 0-d (gather/scatter along dim 0 of a 0-d tensor).
 Value at_least_1d(Builder& b, const Value& v);
@@ -62,7 +47,7 @@ Value gather_along(Builder& b, const Value& operand, int64_t dim, const Value& i
 // Scatter along one dimension (index_add/index_copy/index_fill/index_put-like along `dim`):
 // rows updates[..., i, ...] (at position `dim`) go to operand[..., index[i], ...].
 Value scatter_along(Builder& b, const Value& operand, int64_t dim, const Value& index, const Value& updates,
-                    const std::string& combine);
+                    ScatterCombiner combine);
 
 // Adds a runtime check (Ctx::require) that every entry of `index` lies in [0, size), or in
 // [-size, size) when negative indices wrap; PyTorch raises `message` otherwise.
@@ -71,9 +56,9 @@ void require_in_range(Ctx& c, const Value& index, int64_t size, bool allow_negat
 // "index is out of bounds for dimension D with size N" (PyTorch's wording, less the value).
 std::string out_of_bounds(int64_t dim, int64_t size);
 
-// The combining op of a reduction over `dtype` ("stablehlo.or" for add on booleans, ...).
-std::string add_op(DType dtype);
-std::string mul_op(DType dtype);
+// The combiner of a sum / product over `dtype`: Or / And on booleans, Add / Mul otherwise.
+hlo::Combiner add_op(DType dtype);
+hlo::Combiner mul_op(DType dtype);
 
 // Coordinates [count, rank] (int64) of the first `count` true elements of `mask`, in row-major
 // order (nonzero's result); rows past the number of true elements hold `fill`.

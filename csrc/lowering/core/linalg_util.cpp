@@ -17,10 +17,8 @@ Value mT(Builder& b, const Value& x) {
 Value mH(Builder& b, const Value& x) { return conj(b, mT(b, x)); }
 
 Value cabs1(Builder& b, const Value& x) {
-  if (!ir::is_complex(x.dtype())) return hlo::unary(b, "stablehlo.abs", x);
-  Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
-  return hlo::add(b, hlo::unary(b, "stablehlo.abs", b.op1("stablehlo.real", {x}, part)),
-                  hlo::unary(b, "stablehlo.abs", b.op1("stablehlo.imag", {x}, part)));
+  if (!ir::is_complex(x.dtype())) return hlo::abs(b, x);
+  return hlo::add(b, hlo::abs(b, hlo::real(b, x)), hlo::abs(b, hlo::imag(b, x)));
 }
 
 Value matmul(Builder& b, const Value& x, const Value& y) {
@@ -98,14 +96,10 @@ Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, 
   // Zero the unused triangle so no implementation reads garbage from it.
   Value tri = lower ? tril(b, a) : triu(b, a);
   // Real matrices keep TRANSPOSE (their adjoint), complex ones ask for ADJOINT when conjugated.
-  const char* op = !transpose_a                             ? "NO_TRANSPOSE"
-                   : conjugate && ir::is_complex(a.dtype()) ? "ADJOINT"
-                                                            : "TRANSPOSE";
-  std::string attrs = std::string("left_side = ") + (left ? "true" : "false") +
-                      ", lower = " + (lower ? "true" : "false") +
-                      ", unit_diagonal = " + (unit_diagonal ? "true" : "false") +
-                      ", transpose_a = #stablehlo<transpose " + op + ">";
-  return b.op1("stablehlo.triangular_solve", {tri, rhs}, rhs.type, attrs);
+  const hlo::TriangularOp op = !transpose_a                             ? hlo::TriangularOp::NoTranspose
+                               : conjugate && ir::is_complex(a.dtype()) ? hlo::TriangularOp::Adjoint
+                                                                        : hlo::TriangularOp::Transpose;
+  return hlo::triangular_solve(b, tri, rhs, left, lower, unit_diagonal, op);
 }
 
 std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value>& init,
@@ -113,19 +107,17 @@ std::vector<Value> fori_loop(Builder& b, const Value& n, const std::vector<Value
   // Loop state: (i, n, init...); the bound travels with the state because regions capture nothing.
   std::vector<Value> operands{hlo::constant_int(b, DType::I64, 0), n};
   operands.insert(operands.end(), init.begin(), init.end());
-  std::vector<Type> types;
-  for (const Value& v : operands) types.push_back(v.type);
-  Builder::Region cond{types, [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                         return {hlo::compare(rb, a[0], a[1], "LT")};
-                       }};
-  Builder::Region step{types, [&body](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                         std::vector<Value> state(a.begin() + 2, a.end());
-                         std::vector<Value> next = body(rb, a[0], state);
-                         next.insert(next.begin(), a[1]);
-                         next.insert(next.begin(), hlo::add(rb, a[0], hlo::constant_int(rb, DType::I64, 1)));
-                         return next;
-                       }};
-  std::vector<Value> out = b.op_with_regions("stablehlo.while", operands, types, "", {cond, step});
+  auto cond = [](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+    return {hlo::compare(rb, a[0], a[1], "LT")};
+  };
+  auto step = [&body](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
+    std::vector<Value> state(a.begin() + 2, a.end());
+    std::vector<Value> next = body(rb, a[0], state);
+    next.insert(next.begin(), a[1]);
+    next.insert(next.begin(), hlo::add(rb, a[0], hlo::constant_int(rb, DType::I64, 1)));
+    return next;
+  };
+  std::vector<Value> out = hlo::while_loop(b, operands, cond, step);
   return std::vector<Value>(out.begin() + 2, out.end());
 }
 

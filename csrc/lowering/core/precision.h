@@ -4,6 +4,7 @@
 // precision; reduce_precision is kept and rounds to nearest even like a convert.
 #pragma once
 #include "ir/builder.h"
+#include "lowering/core/hlo_elementwise.h"
 
 namespace tpu::lowering::precision {
 
@@ -13,9 +14,7 @@ inline bool is_reduced(ir::DType t) { return t == ir::DType::BF16 || t == ir::DT
 // v rounded to the precision of `narrow` (bf16 or f16); v itself when `narrow` is not reduced.
 inline ir::Value round_to(ir::Builder& b, const ir::Value& v, ir::DType narrow) {
   if (!is_reduced(narrow) || v.dtype() == narrow) return v;
-  const char* attrs = narrow == ir::DType::BF16 ? "exponent_bits = 8 : i32, mantissa_bits = 7 : i32"
-                                                : "exponent_bits = 5 : i32, mantissa_bits = 10 : i32";
-  return b.op1("stablehlo.reduce_precision", {v}, v.type, attrs);
+  return narrow == ir::DType::BF16 ? hlo::reduce_precision(b, v, 8, 7) : hlo::reduce_precision(b, v, 5, 10);
 }
 
 }  // namespace tpu::lowering::precision

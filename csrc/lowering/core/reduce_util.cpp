@@ -111,13 +111,13 @@ Value highest(Builder& b, DType t) {
 Value sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   if (dims.empty()) return x;
   // Bool sums count: or would be wrong, so callers convert first; keep a guard here.
-  const char* op = x.dtype() == DType::Bool ? "stablehlo.or" : "stablehlo.add";
+  hlo::Combiner op = x.dtype() == DType::Bool ? hlo::Combiner::Or : hlo::Combiner::Add;
   return hlo::reduce(b, x, hlo::constant(b, x.dtype(), 0), dims, op);
 }
 
 Value prod(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   if (dims.empty()) return x;
-  const char* op = x.dtype() == DType::Bool ? "stablehlo.and" : "stablehlo.multiply";
+  hlo::Combiner op = x.dtype() == DType::Bool ? hlo::Combiner::And : hlo::Combiner::Mul;
   return hlo::reduce(b, x, hlo::constant(b, x.dtype(), 1), dims, op);
 }
 
@@ -127,9 +127,9 @@ Value extreme(Builder& b, const Value& x, const std::vector<int64_t>& dims, bool
   if (dims.empty()) return x;
   DType t = x.dtype();
   Value init = is_max ? lowest(b, t) : highest(b, t);
-  if (t == DType::Bool) return hlo::reduce(b, x, init, dims, is_max ? "stablehlo.or" : "stablehlo.and");
+  if (t == DType::Bool) return hlo::reduce(b, x, init, dims, is_max ? hlo::Combiner::Or : hlo::Combiner::And);
   if (!ir::is_floating(t))
-    return hlo::reduce(b, x, init, dims, is_max ? "stablehlo.maximum" : "stablehlo.minimum");
+    return hlo::reduce(b, x, init, dims, is_max ? hlo::Combiner::Max : hlo::Combiner::Min);
   return hlo::reduce_multi(b, {x}, {init}, dims,
                            [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
                              Value m = is_max ? hlo::max(rb, a[0], a[1]) : hlo::min(rb, a[0], a[1]);
@@ -164,9 +164,8 @@ std::pair<Value, Value> arg_reduce(Builder& b, const Value& x_in, int64_t dim, b
     if (fp) {
       Value a_nan = hlo::compare(rb, av, av, "NE");
       Value b_nan = hlo::compare(rb, bv, bv, "NE");
-      a_wins = hlo::binary(rb, "stablehlo.or", a_wins,
-                           hlo::binary(rb, "stablehlo.and", a_nan, hlo::logical_not(rb, b_nan)));
-      eq = hlo::binary(rb, "stablehlo.or", eq, hlo::binary(rb, "stablehlo.and", a_nan, b_nan));
+      a_wins = hlo::or_(rb, a_wins, hlo::and_(rb, a_nan, hlo::logical_not(rb, b_nan)));
+      eq = hlo::or_(rb, eq, hlo::and_(rb, a_nan, b_nan));
     }
     // Ties keep the smaller index, which makes the body associative and commutative.
     Value tie_i = hlo::min(rb, ai, bi);

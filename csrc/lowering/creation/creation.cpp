@@ -88,7 +88,7 @@ std::vector<Value> lower_logspace(Ctx& c) {
     Value first_half = hlo::compare(c.b, i, hlo::full(c.b, t, static_cast<double>(steps / 2)), "LT");
     exponent = hlo::select(c.b, first_half, from_start, from_end);
   }
-  return {hlo::convert(c.b, hlo::binary(c.b, "stablehlo.power", base, exponent), out.dtype)};
+  return {hlo::convert(c.b, hlo::power(c.b, base, exponent), out.dtype)};
 }
 
 // eye(n) / eye.m(n, m): ones where row == column (the shape came from meta).

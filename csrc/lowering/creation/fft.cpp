@@ -38,20 +38,15 @@ std::vector<int64_t> wrap_dims(const std::vector<int64_t>& dims, int rank) {
 }
 
 // stablehlo.fft of `x` over `dims` (at most three, in order) with fft_length `lengths` (the
-// real signal sizes). The dims are moved to the back and the result is moved back; `out_dtype`
-// and the size of the last transformed dim in the result follow the fft type.
-Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, const char* type,
-               const std::vector<int64_t>& lengths, int64_t last_out_size, DType out_dtype) {
+// real signal sizes). The dims are moved to the back and the result is moved back; the result's
+// dtype and the size of its last transformed dim follow the fft type.
+Value fft_over(Builder& b, const Value& x, const std::vector<int64_t>& dims, hlo::FftType type,
+               const std::vector<int64_t>& lengths) {
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < x.rank(); ++d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) perm.push_back(d);
   perm.insert(perm.end(), dims.begin(), dims.end());
-  Value moved = hlo::transpose(b, x, perm);
-  ir::Shape shape = moved.shape();
-  shape.back() = last_out_size;
-  Value r = b.op1(
-      "stablehlo.fft", {moved}, Type{out_dtype, shape},
-      std::string("fft_type = #stablehlo<fft_type ") + type + ">, fft_length = " + ir::i64_array(lengths));
+  Value r = hlo::fft(b, hlo::transpose(b, x, perm), type, lengths);
   std::vector<int64_t> inverse(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = static_cast<int64_t>(k);
   return hlo::transpose(b, r, inverse);
@@ -66,7 +61,7 @@ Value c2c_over(Builder& b, Value x, const std::vector<int64_t>& dims, bool forwa
                                dims.begin() + std::min(dims.size(), start + kMaxFftRank));
     std::vector<int64_t> lengths;
     for (int64_t d : chunk) lengths.push_back(x.dim(d));
-    x = fft_over(b, x, chunk, "FFT", lengths, lengths.back(), x.dtype());
+    x = fft_over(b, x, chunk, hlo::FftType::Fft, lengths);
   }
   return x;
 }
@@ -75,7 +70,7 @@ Value c2c_over(Builder& b, Value x, const std::vector<int64_t>& dims, bool forwa
 // length `size`. With the full spectrum X (X[k] = conj(x[size-k]) above size/2),
 // sum_k X[k] e^{+2 pi i kn/size} = real(FFT(conj(X))); taking the real part drops the imaginary
 // parts of the DC and Nyquist entries, as PyTorch's c2r does.
-Value c2r_unnormalized(Builder& b, const Value& x, int64_t dim, int64_t size, DType out_dtype) {
+Value c2r_unnormalized(Builder& b, const Value& x, int64_t dim, int64_t size) {
   const int64_t mirrored = size - x.dim(dim);  // entries size/2+1 .. size-1
   Value spectrum = conj(b, x);
   if (mirrored > 0) {
@@ -83,7 +78,7 @@ Value c2r_unnormalized(Builder& b, const Value& x, int64_t dim, int64_t size, DT
     spectrum = hlo::concatenate(b, {spectrum, tail}, dim);
   }
   Value r = c2c_over(b, spectrum, {dim}, true);
-  return b.op1("stablehlo.real", {r}, Type{out_dtype, r.shape()});
+  return hlo::real(b, r);
 }
 
 // Applies PyTorch's normalisation for signal size `n` to an unnormalised transform.
@@ -131,7 +126,7 @@ std::vector<Value> lower_fft_r2c(Ctx& c) {
     std::vector<int64_t> inner(dims.begin() + split, dims.end()), outer(dims.begin(), dims.begin() + split);
     std::vector<int64_t> lengths;
     for (int64_t d : inner) lengths.push_back(x.dim(d));
-    r = fft_over(b, x, inner, "RFFT", lengths, lengths.back() / 2 + 1, out.dtype);
+    r = fft_over(b, x, inner, hlo::FftType::Rfft, lengths);
     r = c2c_over(b, r, outer, true);
   }
   return {normalize(b, r, c.int_arg("normalization"), n)};
@@ -164,12 +159,12 @@ std::vector<Value> lower_fft_c2r(Ctx& c) {
     Value r = normalize(b, c2c_over(b, x, outer, false), 2, signal_size(x.shape(), outer));
     std::vector<int64_t> lengths;
     for (int64_t d : inner) lengths.push_back(d == last ? last_size : x.dim(d));
-    return {fft_over(b, r, inner, "IRFFT", lengths, last_size, out.dtype)};
+    return {fft_over(b, r, inner, hlo::FftType::Irfft, lengths)};
   }
   // Inverse c2c over all other dims first, then the one-sided inverse along the last one (the
   // order PyTorch's c2r uses, which matters for non-Hermitian input).
   std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
-  Value r = c2r_unnormalized(b, c2c_over(b, x, outer, false), last, last_size, out.dtype);
+  Value r = c2r_unnormalized(b, c2c_over(b, x, outer, false), last, last_size);
   return {normalize(b, r, normalization, n)};
 }
 

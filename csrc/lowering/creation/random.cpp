@@ -49,9 +49,8 @@ std::vector<Value> lower_cauchy_(Ctx& c) {
   Value state = c.rng_state;
   Value u = next_uniform_open(c.b, state, out.shape, st);
   Value angle = ew::mul_c(c.b, ew::add_c(c.b, u, -0.5), M_PI);
-  Value v =
-      hlo::add(c.b, operand(c, "median", st, out.shape),
-               hlo::mul(c.b, operand(c, "sigma", st, out.shape), hlo::unary(c.b, "stablehlo.tan", angle)));
+  Value v = hlo::add(c.b, operand(c, "median", st, out.shape),
+                     hlo::mul(c.b, operand(c, "sigma", st, out.shape), hlo::tan(c.b, angle)));
   return {hlo::convert(c.b, v, out.dtype)};
 }
 
@@ -68,8 +67,7 @@ std::vector<Value> lower_geometric_(Ctx& c) {
   Value state = c.rng_state;
   Value u = next_uniform_open(c.b, state, out.shape, st);
   Value p = operand(c, "p", st, out.shape);
-  Value v =
-      hlo::unary(c.b, "stablehlo.ceil", hlo::div(c.b, ew::log(c.b, u), ew::log1p(c.b, hlo::neg(c.b, p))));
+  Value v = hlo::ceil(c.b, hlo::div(c.b, ew::log(c.b, u), ew::log1p(c.b, hlo::neg(c.b, p))));
   return {hlo::convert(c.b, v, out.dtype)};
 }
 
@@ -88,7 +86,7 @@ std::vector<Value> lower_exponential_(Ctx& c) {
   const ir::Type& out = c.out();
   DType st = sample_type(out.dtype);
   Value u = uniform01(c.b, c.rng_state, out.shape, st);
-  Value v = hlo::neg(c.b, hlo::unary(c.b, "stablehlo.log_plus_one", hlo::neg(c.b, u)));
+  Value v = hlo::neg(c.b, hlo::log1p(c.b, hlo::neg(c.b, u)));
   v = hlo::div(c.b, v, operand(c, "lambd", st, out.shape));
   return {hlo::convert(c.b, v, out.dtype)};
 }
@@ -105,11 +103,10 @@ std::vector<Value> lower_bernoulli_(Ctx& c) {
 // random_.from(self, from, to?, *, generator): integers in [from, to)
 Value random_range(Ctx& c, Value low, Value high) {
   const ir::Type& out = c.out();
-  ir::Type u64{DType::U64, out.shape};
   Value r = random_u64(c.b, c.rng_state, out.shape);
   Value lo = hlo::broadcast_to(c.b, low, out.shape), hi = hlo::broadcast_to(c.b, high, out.shape);
   Value span = hlo::convert(c.b, hlo::sub(c.b, hi, lo), DType::U64);
-  Value offset = c.b.op1("stablehlo.remainder", {r, span}, u64);
+  Value offset = hlo::rem(c.b, r, span);
   Value v = hlo::add(c.b, hlo::convert(c.b, offset, DType::I64), lo);
   return hlo::convert(c.b, v, out.dtype);
 }

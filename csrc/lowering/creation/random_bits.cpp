@@ -14,10 +14,9 @@ namespace {
 
 // Random bits of `shape`; `state` becomes the generator's state after them.
 Value bits(ir::Builder& b, Value& state, const ir::Shape& shape, DType bits_type) {
-  std::vector<Value> r = b.op("stablehlo.rng_bit_generator", {state}, {state.type, Type{bits_type, shape}},
-                              "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
-  state = r[0];
-  return r[1];
+  auto [next, r] = hlo::rng_bit_generator(b, state, bits_type, shape);
+  state = next;
+  return r;
 }
 
 // Values m * 2^-p in [0, 1) from the top p mantissa bits of each draw (p = 23 for f32, 52 for
@@ -26,18 +25,16 @@ Value mantissa_fraction(ir::Builder& b, Value& state, const ir::Shape& shape, DT
   if (dtype == DType::F64) {
     Value r = bits(b, state, shape, DType::U64);
     Type t{DType::U64, shape};
-    Value mant = b.op1("stablehlo.shift_right_logical", {r, hlo::full(b, t, 12)}, t);
-    Value one_bits = b.op1(
-        "stablehlo.or",
-        {mant, b.op1("stablehlo.constant", {}, t, "value = dense<4607182418800017408> : " + t.str())}, t);
-    Value f = b.op1("stablehlo.bitcast_convert", {one_bits}, Type{DType::F64, shape});
+    Value mant = hlo::shift_right_logical(b, r, hlo::full(b, t, 12));
+    Value one_bits = hlo::or_(b, mant, hlo::full_int(b, t, 0x3FF0000000000000));  // 1.0's exponent
+    Value f = hlo::bitcast_convert(b, one_bits, DType::F64);
     return hlo::sub(b, f, hlo::full(b, f.type, 1.0));
   }
   Value r = bits(b, state, shape, DType::U32);
   Type t{DType::U32, shape};
-  Value mant = b.op1("stablehlo.shift_right_logical", {r, hlo::full(b, t, 9)}, t);
-  Value one_bits = b.op1("stablehlo.or", {mant, hlo::full(b, t, 1065353216.0)}, t);
-  Value f = b.op1("stablehlo.bitcast_convert", {one_bits}, Type{DType::F32, shape});
+  Value mant = hlo::shift_right_logical(b, r, hlo::full(b, t, 9));
+  Value one_bits = hlo::or_(b, mant, hlo::full(b, t, 1065353216.0));
+  Value f = hlo::bitcast_convert(b, one_bits, DType::F32);
   return hlo::sub(b, f, hlo::full(b, f.type, 1.0));
 }
 
@@ -88,10 +85,9 @@ Value next_normal(ir::Builder& b, Value& state, const ir::Shape& shape, DType dt
   Value u1 = hlo::reshape(b, hlo::slice(b, flat, {0, 0}, {1, n}), shape);
   Value u2 = hlo::reshape(b, hlo::slice(b, flat, {1, 0}, {2, n}), shape);
   u1 = hlo::sub(b, hlo::full(b, u1.type, 1.0), u1);  // (0, 1]: log stays finite
-  Value radius = hlo::unary(b, "stablehlo.sqrt",
-                            hlo::mul(b, hlo::full(b, u1.type, -2.0), hlo::unary(b, "stablehlo.log", u1)));
+  Value radius = hlo::sqrt(b, hlo::mul(b, hlo::full(b, u1.type, -2.0), hlo::log(b, u1)));
   Value angle = hlo::mul(b, hlo::full(b, u2.type, 2.0 * M_PI), u2);
-  return hlo::mul(b, radius, hlo::unary(b, "stablehlo.cosine", angle));
+  return hlo::mul(b, radius, hlo::cos(b, angle));
 }
 
 }  // namespace tpu::lowering

@@ -21,7 +21,7 @@ namespace {
 
 using namespace ew;  // NOLINT
 
-Value floor_(Builder& b, const Value& x) { return hlo::unary(b, "stablehlo.floor", x); }
+Value floor_(Builder& b, const Value& x) { return hlo::floor(b, x); }
 
 // poisson(self, generator)
 std::vector<Value> lower_poisson(Ctx& c) {
@@ -112,7 +112,7 @@ std::vector<Value> lower_binomial(Ctx& c) {
     Value u = next_uniform_open(rb, rng, n.shape(), DType::F64);
     Value v = next_uniform_open(rb, rng, n.shape(), DType::F64);
     // Inversion: add one geometric waiting time.
-    Value geom_sum = hlo::add(rb, carry[0], hlo::unary(rb, "stablehlo.ceil", hlo::div(rb, log(rb, u), logq)));
+    Value geom_sum = hlo::add(rb, carry[0], hlo::ceil(rb, hlo::div(rb, log(rb, u), logq)));
     Value over = hlo::compare(rb, geom_sum, n, "GT");
     Value num_geom = carry[1];
     // BTRS.

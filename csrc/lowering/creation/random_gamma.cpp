@@ -105,8 +105,8 @@ Value gamma_grad(Builder& b, const Value& alpha, const Value& x) {
     series1 = hlo::add(b, series1, hlo::div(b, numer, denom));
     series2 = hlo::add(b, series2, hlo::div(b, numer, hlo::mul(b, denom, denom)));
   }
-  Value pow_x_alpha = hlo::binary(b, "stablehlo.power", x, alpha);
-  Value pdf = hlo::mul(b, hlo::binary(b, "stablehlo.power", x, add_c(b, alpha, -1)), exp(b, hlo::neg(b, x)));
+  Value pow_x_alpha = hlo::power(b, x, alpha);
+  Value pdf = hlo::mul(b, hlo::power(b, x, add_c(b, alpha, -1)), exp(b, hlo::neg(b, x)));
   Value cdf = hlo::mul(b, pow_x_alpha, series1);
   Value cdf_alpha = hlo::sub(b, hlo::mul(b, hlo::sub(b, log(b, x), special::digamma(b, alpha)), cdf),
                              hlo::mul(b, pow_x_alpha, series2));
@@ -126,8 +126,7 @@ Value gamma_grad(Builder& b, const Value& alpha, const Value& x) {
   Value term2 = hlo::div(b, sd, hlo::sub(b, alpha, x));
   Value log_ratio = log(b, hlo::div(b, x, alpha));
   Value term3 =
-      hlo::binary(b, "stablehlo.power", hlo::sub(b, hlo::sub(b, x, alpha), hlo::mul(b, alpha, log_ratio)),
-                  cst(b, x, -1.5));
+      hlo::power(b, hlo::sub(b, hlo::sub(b, x, alpha), hlo::mul(b, alpha, log_ratio)), cst(b, x, -1.5));
   Value term23 =
       hlo::select(b, hlo::compare(b, x, alpha, "LT"), hlo::sub(b, term2, term3), hlo::add(b, term2, term3));
   Value diff = hlo::sub(b, alpha, x);

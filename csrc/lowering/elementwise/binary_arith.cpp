@@ -58,7 +58,7 @@ Vs lower_mul(Ctx& ctx) {
 Value int_floor_div(Builder& b, const Value& x, const Value& y) {
   Value q = hlo::div(b, x, y);
   if (ir::is_unsigned(x.dtype())) return q;
-  Value r = hlo::binary(b, "stablehlo.remainder", x, y);
+  Value r = hlo::rem(b, x, y);
   Value adjust =
       and_(b, hlo::compare(b, r, cst(b, r, 0), "NE"), hlo::compare(b, lt(b, r, 0), lt(b, y, 0), "NE"));
   return hlo::select(b, adjust, add_c(b, q, -1), q);
@@ -68,12 +68,12 @@ Value int_floor_div(Builder& b, const Value& x, const Value& y) {
 // with r carrying b's sign, then rounded to the nearest integer; 0 keeps the sign of a / b and
 // division by zero gives the IEEE quotient.
 Value float_floor_div(Builder& b, const Value& x, const Value& y) {
-  Value mod = hlo::binary(b, "stablehlo.remainder", x, y);
+  Value mod = hlo::rem(b, x, y);
   Value div = hlo::div(b, hlo::sub(b, x, mod), y);
   Value step =
       and_(b, hlo::compare(b, mod, cst(b, mod, 0), "NE"), hlo::compare(b, lt(b, y, 0), lt(b, mod, 0), "NE"));
   div = hlo::select(b, step, add_c(b, div, -1), div);
-  Value fl = hlo::unary(b, "stablehlo.floor", div);
+  Value fl = hlo::floor(b, div);
   fl = hlo::select(b, gt(b, hlo::sub(b, div, fl), 0.5), add_c(b, fl, 1), fl);
   Value quotient = hlo::div(b, x, y);
   Value r =
@@ -119,8 +119,7 @@ Vs lower_floor_divide(Ctx& ctx) {
 
 Vs lower_pow(Ctx& ctx) {
   return compute(
-      ctx, {"self", "exponent"},
-      [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.power", x[0], x[1]); }, true);
+      ctx, {"self", "exponent"}, [](Builder& b, const Vs& x) { return hlo::power(b, x[0], x[1]); }, true);
 }
 
 // pow(tensor, scalar): CPU evaluates exponents 0.5 and -0.5 as sqrt and rsqrt (for every
@@ -131,10 +130,10 @@ Vs lower_pow_tensor_scalar(Ctx& ctx) {
   return compute(
       ctx, {"self", "exponent"},
       [as_cpu_sqrt](Builder& b, const Vs& x) {
-        Value r = hlo::binary(b, "stablehlo.power", x[0], x[1]);
+        Value r = hlo::power(b, x[0], x[1]);
         if (!as_cpu_sqrt) return r;
         r = hlo::select(b, eq(b, x[1], 0.5), sqrt(b, x[0]), r);
-        return hlo::select(b, eq(b, x[1], -0.5), hlo::unary(b, "stablehlo.rsqrt", x[0]), r);
+        return hlo::select(b, eq(b, x[1], -0.5), hlo::rsqrt(b, x[0]), r);
       },
       true);
 }
@@ -142,7 +141,7 @@ Vs lower_pow_tensor_scalar(Ctx& ctx) {
 // Python modulo: the result takes the divisor's sign (stablehlo.remainder is C fmod).
 Vs lower_remainder(Ctx& ctx) {
   return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) {
-    Value r = hlo::binary(b, "stablehlo.remainder", x[0], x[1]);
+    Value r = hlo::rem(b, x[0], x[1]);
     if (ir::is_unsigned(r.dtype())) return r;
     Value fix =
         and_(b, hlo::compare(b, r, cst(b, r, 0), "NE"), hlo::compare(b, lt(b, r, 0), lt(b, x[1], 0), "NE"));
@@ -151,8 +150,7 @@ Vs lower_remainder(Ctx& ctx) {
 }
 
 Vs lower_fmod(Ctx& ctx) {
-  return compute(ctx, {"self", "other"},
-                 [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.remainder", x[0], x[1]); });
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return hlo::rem(b, x[0], x[1]); });
 }
 
 // --- max / min -----------------------------------------------------------------------------
@@ -184,8 +182,7 @@ Vs lower_fmin(Ctx& ctx) {
 // --- float-valued binary functions ---------------------------------------------------------
 
 Vs lower_atan2(Ctx& ctx) {
-  return compute(ctx, {"self", "other"},
-                 [](Builder& b, const Vs& x) { return hlo::binary(b, "stablehlo.atan2", x[0], x[1]); });
+  return compute(ctx, {"self", "other"}, [](Builder& b, const Vs& x) { return hlo::atan2(b, x[0], x[1]); });
 }
 
 // hypot without overflow or underflow: m * sqrt(1 + (n / m)^2), m = max(|x|, |y|), with
@@ -219,9 +216,8 @@ Vs lower_xlogy(Ctx& ctx) {
 Value log_add_exp(Builder& b, const Value& x, const Value& y, bool base2) {
   Value m = hlo::max(b, x, y);
   Value d = hlo::neg(b, abs(b, hlo::sub(b, x, y)));
-  Value term = base2
-                   ? mul_c(b, log1p(b, hlo::binary(b, "stablehlo.power", cst(b, d, 2), d)), 1 / std::log(2.0))
-                   : log1p(b, exp(b, d));
+  Value term =
+      base2 ? mul_c(b, log1p(b, hlo::power(b, cst(b, d, 2), d)), 1 / std::log(2.0)) : log1p(b, exp(b, d));
   Value r = hlo::add(b, m, term);
   return hlo::select(b, and_(b, is_inf(b, x), hlo::compare(b, x, y, "EQ")), x, r);
 }

@@ -46,7 +46,7 @@ int bits(const Value& x) { return 8 * ir::itemsize(x.dtype()); }
 
 // Counts that are negative or >= the width give 0 (CPU tests the count as signed).
 Value shift_left(Builder& b, const Value& x, const Value& n) {
-  Value r = hlo::binary(b, "stablehlo.shift_left", x, n);
+  Value r = hlo::shift_left(b, x, n);
   Value out_of_range = or_(b, lt(b, n, 0), ge(b, n, bits(x)));
   return hlo::select(b, out_of_range, cst(b, x, 0), r);
 }
@@ -54,12 +54,12 @@ Value shift_left(Builder& b, const Value& x, const Value& n) {
 // Out-of-range counts shift by the full width: sign fill for signed types, 0 for unsigned.
 Value shift_right(Builder& b, const Value& x, const Value& n) {
   if (ir::is_unsigned(x.dtype())) {
-    Value r = hlo::binary(b, "stablehlo.shift_right_logical", x, n);
+    Value r = hlo::shift_right_logical(b, x, n);
     return hlo::select(b, ge(b, n, bits(x)), cst(b, x, 0), r);
   }
   int max_shift = bits(x) - 1;
-  Value r = hlo::binary(b, "stablehlo.shift_right_arithmetic", x, n);
-  Value fill = hlo::binary(b, "stablehlo.shift_right_arithmetic", x, cst(b, x, max_shift));
+  Value r = hlo::shift_right_arithmetic(b, x, n);
+  Value fill = hlo::shift_right_arithmetic(b, x, cst(b, x, max_shift));
   return hlo::select(b, or_(b, lt(b, n, 0), ge(b, n, max_shift)), fill, r);
 }
 

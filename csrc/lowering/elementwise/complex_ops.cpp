@@ -12,23 +12,19 @@ namespace {
 using ir::DType;
 using ir::Value;
 
-Value make_complex(Ctx& c, const Value& re, const Value& im) {
-  return c.b.op1("stablehlo.complex", {re, im}, c.out());
-}
-
 // complex(real, imag) = real + i imag
 std::vector<Value> lower_complex(Ctx& c) {
   const DType part = ir::real_type(c.out().dtype);
-  return {make_complex(c, operand_like_out(c, "real", part), operand_like_out(c, "imag", part))};
+  return {hlo::complex(c.b, operand_like_out(c, "real", part), operand_like_out(c, "imag", part))};
 }
 
 // polar(abs, angle) = abs cos(angle) + i abs sin(angle)
 std::vector<Value> lower_polar(Ctx& c) {
   const DType part = ir::real_type(c.out().dtype);
   Value r = operand_like_out(c, "abs", part), theta = operand_like_out(c, "angle", part);
-  Value re = hlo::mul(c.b, r, hlo::unary(c.b, "stablehlo.cosine", theta));
-  Value im = hlo::mul(c.b, r, hlo::unary(c.b, "stablehlo.sine", theta));
-  return {make_complex(c, re, im)};
+  Value re = hlo::mul(c.b, r, hlo::cos(c.b, theta));
+  Value im = hlo::mul(c.b, r, hlo::sin(c.b, theta));
+  return {hlo::complex(c.b, re, im)};
 }
 
 // conj_physical.out(self, out): re - i im, a copy for real dtypes. (conj() itself is a lazy
@@ -37,10 +33,9 @@ std::vector<Value> lower_polar(Ctx& c) {
 std::vector<Value> lower_conj_physical_out(Ctx& c) {
   Value x = hlo::convert(c.b, c.tensor("self"), c.out().dtype);
   if (!ir::is_complex(x.dtype())) return {x};
-  const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
-  Value re = c.b.op1("stablehlo.real", {x}, part);
-  Value im = c.b.op1("stablehlo.imag", {x}, part);
-  return {make_complex(c, re, hlo::neg(c.b, im))};
+  Value re = hlo::real(c.b, x);
+  Value im = hlo::imag(c.b, x);
+  return {hlo::complex(c.b, re, hlo::neg(c.b, im))};
 }
 
 }  // namespace

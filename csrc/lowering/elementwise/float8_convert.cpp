@@ -27,19 +27,16 @@ struct Bits {
   Value k(const Value& like, uint64_t v) const {
     return hlo::broadcast_to(b, hlo::constant_int(b, like.dtype(), static_cast<int64_t>(v)), like.shape());
   }
-  Value op(const char* name, const Value& x, const Value& y) const { return hlo::binary(b, name, x, y); }
-  Value op(const char* name, const Value& x, uint64_t y) const { return op(name, x, k(x, y)); }
+  using Op = Value (*)(Builder&, const Value&, const Value&);
+  Value op(Op f, const Value& x, const Value& y) const { return f(b, x, y); }
+  Value op(Op f, const Value& x, uint64_t y) const { return op(f, x, k(x, y)); }
   Value cmp(const Value& x, uint64_t y, const char* dir) const { return hlo::compare(b, x, k(x, y), dir); }
   Value sel(const Value& p, const Value& x, uint64_t y) const { return hlo::select(b, p, x, k(x, y)); }
   Value sel(const Value& p, uint64_t x, const Value& y) const { return hlo::select(b, p, k(y, x), y); }
 };
 
-Value bitcast(Builder& b, const Value& x, DType t) {
-  return b.op1("stablehlo.bitcast_convert", {x}, hlo::with_dtype(x.type, t));
-}
-Value raw_convert(Builder& b, const Value& x, DType t) {
-  return b.op1("stablehlo.convert", {x}, hlo::with_dtype(x.type, t));
-}
+Value bitcast(Builder& b, const Value& x, DType t) { return hlo::bitcast_convert(b, x, t); }
+Value raw_convert(Builder& b, const Value& x, DType t) { return hlo::xla_convert(b, x, t); }
 
 // c10's fp8e4m3fn / fp8e5m2 / fp8e4m3fnuz / fp8e5m2fnuz _from_fp32_value: round to nearest
 // even on the bits; below the smallest normal, one float32 addition of a power of two puts the
@@ -71,27 +68,27 @@ Value from_f32_signed(Builder& b, const Value& x, DType t) {
   const Format f = format(t);
   Bits u{b};
   Value bits = bitcast(b, x, DType::U32);
-  Value sign = u.op("stablehlo.and", bits, 0x80000000u);
-  Value a = u.op("stablehlo.xor", bits, sign);
+  Value sign = u.op(hlo::and_, bits, 0x80000000u);
+  Value a = u.op(hlo::xor_, bits, sign);
   // Subnormal results: float(a) + float(denorm_mask), minus the mask's bits.
   Value sum = hlo::add(b, bitcast(b, a, DType::F32), bitcast(b, u.k(a, f.denorm_mask), DType::F32));
-  Value denorm = u.op("stablehlo.subtract", bitcast(b, sum, DType::U32), f.denorm_mask);
+  Value denorm = u.op(hlo::sub, bitcast(b, sum, DType::U32), f.denorm_mask);
   // Normal results: rebias the exponent (mod 2^32), round half to even, drop the low bits.
   const uint32_t rebias = static_cast<uint32_t>(f.bias - 127) << 23;
-  Value odd = u.op("stablehlo.and", u.op("stablehlo.shift_right_logical", a, f.shift), 1);
-  Value rounded = u.op("stablehlo.add", u.op("stablehlo.add", a, rebias + ((1u << (f.shift - 1)) - 1)), odd);
-  Value normal = u.op("stablehlo.shift_right_logical", rounded, f.shift);
+  Value odd = u.op(hlo::and_, u.op(hlo::shift_right_logical, a, f.shift), 1);
+  Value rounded = u.op(hlo::add, u.op(hlo::add, a, rebias + ((1u << (f.shift - 1)) - 1)), odd);
+  Value normal = u.op(hlo::shift_right_logical, rounded, f.shift);
   Value r = hlo::select(b, u.cmp(a, f.min_normal, "LT"), denorm, normal);
   Value overflow = u.cmp(a, f.max_bits, "GE");
   Value is_nan = u.cmp(a, 0x7F800000u, "GT");
-  Value sign8 = u.op("stablehlo.shift_right_logical", sign, 24);
+  Value sign8 = u.op(hlo::shift_right_logical, sign, 24);
   if (t == DType::F8E4M3FN || t == DType::F8E5M2) {
     if (t == DType::F8E4M3FN) r = u.sel(u.cmp(r, 0x7F, "EQ"), 0x7E, r);  // a carry into NaN saturates
     Value big = u.sel(is_nan, 0x7F, u.k(a, t == DType::F8E4M3FN ? 0x7E : 0x7C));
-    r = u.op("stablehlo.or", hlo::select(b, overflow, big, r), sign8);
+    r = u.op(hlo::or_, hlo::select(b, overflow, big, r), sign8);
   } else {
     // fnuz: one NaN (0x80) for NaN, inf and overflow; no negative zero.
-    r = u.sel(u.cmp(r, 0, "EQ"), 0, u.op("stablehlo.or", r, sign8));
+    r = u.sel(u.cmp(r, 0, "EQ"), 0, u.op(hlo::or_, r, sign8));
     r = u.sel(overflow, 0x80, r);
   }
   return bitcast(b, raw_convert(b, r, DType::U8), t);
@@ -102,11 +99,10 @@ Value from_f32_signed(Builder& b, const Value& x, DType t) {
 Value from_f32_e8m0(Builder& b, const Value& x) {
   Bits u{b};
   Value bits = bitcast(b, x, DType::U32);
-  Value e = u.op("stablehlo.and", u.op("stablehlo.shift_right_logical", bits, 23), 0xFF);
-  auto set = [&](uint32_t mask) { return u.cmp(u.op("stablehlo.and", bits, mask), 0, "NE"); };
-  Value rest = hlo::binary(b, "stablehlo.or", hlo::binary(b, "stablehlo.or", set(0x200000), set(0x1FFFFF)),
-                           u.cmp(e, 0, "GT"));
-  Value up = hlo::binary(b, "stablehlo.and", set(0x400000), rest);
+  Value e = u.op(hlo::and_, u.op(hlo::shift_right_logical, bits, 23), 0xFF);
+  auto set = [&](uint32_t mask) { return u.cmp(u.op(hlo::and_, bits, mask), 0, "NE"); };
+  Value rest = hlo::or_(b, hlo::or_(b, set(0x200000), set(0x1FFFFF)), u.cmp(e, 0, "GT"));
+  Value up = hlo::and_(b, set(0x400000), rest);
   Value r = hlo::add(b, e, raw_convert(b, up, DType::U32));
   r = u.sel(u.cmp(e, 0xFF, "EQ"), 0xFF, r);
   return bitcast(b, raw_convert(b, r, DType::U8), DType::F8E8M0FNU);
@@ -120,16 +116,15 @@ Value from_f32(Builder& b, const Value& x, DType t) {
 std::pair<Value, Value> nan_of(Builder& b, const Value& b8, DType t) {
   Bits u{b};
   Value w = raw_convert(b, b8, DType::U32);
-  Value magnitude = u.op("stablehlo.and", w, 0x7F);
-  Value sign = u.op("stablehlo.shift_left", u.op("stablehlo.and", w, 0x80), 24);
+  Value magnitude = u.op(hlo::and_, w, 0x7F);
+  Value sign = u.op(hlo::shift_left, u.op(hlo::and_, w, 0x80), 24);
   switch (t) {
     case DType::F8E4M3FN:
-      return {u.cmp(magnitude, 0x7F, "EQ"), u.op("stablehlo.or", sign, 0x7FF00000u)};
+      return {u.cmp(magnitude, 0x7F, "EQ"), u.op(hlo::or_, sign, 0x7FF00000u)};
     case DType::F8E5M2: {
       // Through float16 with the hardware's quieting: 0x7C00 | m << 8 -> 0x7FC00000 | m << 21.
-      Value payload = u.op("stablehlo.shift_left", u.op("stablehlo.and", w, 3), 21);
-      return {u.cmp(magnitude, 0x7C, "GT"),
-              u.op("stablehlo.or", u.op("stablehlo.or", sign, 0x7FC00000u), payload)};
+      Value payload = u.op(hlo::shift_left, u.op(hlo::and_, w, 3), 21);
+      return {u.cmp(magnitude, 0x7C, "GT"), u.op(hlo::or_, u.op(hlo::or_, sign, 0x7FC00000u), payload)};
     }
     case DType::F8E8M0FNU:
       return {u.cmp(w, 0xFF, "EQ"), u.k(w, 0x7F800001u)};
@@ -146,15 +141,14 @@ Value nan_as(Builder& b, const Value& n, DType t) {
       return bitcast(b, n, DType::F32);
     case DType::F64: {
       Value w = raw_convert(b, n, DType::U64);
-      Value sign = u.op("stablehlo.shift_left", u.op("stablehlo.and", w, 0x80000000u), 32);
-      Value payload = u.op("stablehlo.shift_left", u.op("stablehlo.and", w, 0x7FFFFFu), 29);
-      return bitcast(b, u.op("stablehlo.or", u.op("stablehlo.or", sign, 0x7FF8000000000000u), payload),
-                     DType::F64);
+      Value sign = u.op(hlo::shift_left, u.op(hlo::and_, w, 0x80000000u), 32);
+      Value payload = u.op(hlo::shift_left, u.op(hlo::and_, w, 0x7FFFFFu), 29);
+      return bitcast(b, u.op(hlo::or_, u.op(hlo::or_, sign, 0x7FF8000000000000u), payload), DType::F64);
     }
     case DType::F16: {
-      Value sign = u.op("stablehlo.shift_right_logical", u.op("stablehlo.and", n, 0x80000000u), 16);
-      Value payload = u.op("stablehlo.shift_right_logical", u.op("stablehlo.and", n, 0x7FFFFFu), 13);
-      Value h = u.op("stablehlo.or", u.op("stablehlo.or", sign, 0x7E00u), payload);
+      Value sign = u.op(hlo::shift_right_logical, u.op(hlo::and_, n, 0x80000000u), 16);
+      Value payload = u.op(hlo::shift_right_logical, u.op(hlo::and_, n, 0x7FFFFFu), 13);
+      Value h = u.op(hlo::or_, u.op(hlo::or_, sign, 0x7E00u), payload);
       return bitcast(b, raw_convert(b, h, DType::U16), DType::F16);
     }
     default:  // BF16: c10::BFloat16 maps every NaN to 0x7FC0
@@ -175,12 +169,11 @@ Value from_float8(Builder& b, const Value& x, DType t) {
 Value f64_to_f32(Builder& b, const Value& x) {
   Bits u{b};
   Value flushed = raw_convert(b, x, DType::F32);
-  Value mag = hlo::unary(b, "stablehlo.abs", x);
+  Value mag = hlo::abs(b, x);
   Value tiny = hlo::compare(b, mag, hlo::full(b, mag.type, 0x1p-126), "LT");
-  Value steps =
-      hlo::unary(b, "stablehlo.round_nearest_even", hlo::mul(b, mag, hlo::full(b, mag.type, 0x1p149)));
-  Value sign = u.op("stablehlo.and", bitcast(b, flushed, DType::U32), 0x80000000u);
-  Value sub = u.op("stablehlo.or", sign, raw_convert(b, steps, DType::U32));
+  Value steps = hlo::round_nearest_even(b, hlo::mul(b, mag, hlo::full(b, mag.type, 0x1p149)));
+  Value sign = u.op(hlo::and_, bitcast(b, flushed, DType::U32), 0x80000000u);
+  Value sub = u.op(hlo::or_, sign, raw_convert(b, steps, DType::U32));
   return hlo::select(b, tiny, bitcast(b, sub, DType::F32), flushed);
 }
 

@@ -42,17 +42,11 @@ Layout layout(DType t) {
 Value icst(Builder& b, const Value& like, int64_t v) {
   return hlo::broadcast_to(b, hlo::constant_int(b, like.dtype(), v), like.shape());
 }
-Value bitcast(Builder& b, const Value& x, DType t) {
-  return b.op1("stablehlo.bitcast_convert", {x}, hlo::with_dtype(x.type, t));
-}
-Value band(Builder& b, const Value& x, int64_t m) {
-  return hlo::binary(b, "stablehlo.and", x, icst(b, x, m));
-}
-Value bor(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.or", x, y); }
-Value shl(Builder& b, const Value& x, const Value& n) { return hlo::binary(b, "stablehlo.shift_left", x, n); }
-Value shr(Builder& b, const Value& x, int64_t n) {
-  return hlo::binary(b, "stablehlo.shift_right_logical", x, icst(b, x, n));
-}
+Value bitcast(Builder& b, const Value& x, DType t) { return hlo::bitcast_convert(b, x, t); }
+Value band(Builder& b, const Value& x, int64_t m) { return hlo::and_(b, x, icst(b, x, m)); }
+Value bor(Builder& b, const Value& x, const Value& y) { return hlo::or_(b, x, y); }
+Value shl(Builder& b, const Value& x, const Value& n) { return hlo::shift_left(b, x, n); }
+Value shr(Builder& b, const Value& x, int64_t n) { return hlo::shift_right_logical(b, x, icst(b, x, n)); }
 
 // nextafter(x, y): the neighbouring float of x in y's direction. Stepping the magnitude's bits
 // by one crosses binades and reaches inf correctly; from zero the step is the smallest
@@ -92,7 +86,7 @@ Vs lower_frexp(Ctx& ctx) {
   Value e_normal = hlo::sub(b, field, icst(b, field, l.bias() - 1));
   Value m_normal = bor(b, bor(b, sign, mant), half_exp);
   // Subnormals: mant = m, L its bit length; x = (m / 2^L) 2^(L - bias + 1 - mantissa).
-  Value len = hlo::sub(b, icst(b, mant, l.width()), hlo::unary(b, "stablehlo.count_leading_zeros", mant));
+  Value len = hlo::sub(b, icst(b, mant, l.width()), hlo::count_leading_zeros(b, mant));
   Value e_sub = hlo::sub(b, len, icst(b, len, l.bias() - 1 + l.mantissa));
   Value shifted = shl(b, mant, hlo::sub(b, icst(b, len, l.mantissa + 1), len));
   Value m_sub = bor(b, bor(b, sign, band(b, shifted, mant_mask)), half_exp);

@@ -28,7 +28,7 @@ Value gcd(Builder& b, const Value& x, const Value& y) {
                             [](Builder& rb, const Value&, const Vs& s) -> Vs {
                               Value done = eq(rb, s[0], 0);
                               Value divisor = hlo::select(rb, done, cst(rb, s[0], 1), s[0]);
-                              Value rem = rb.op1("stablehlo.remainder", {s[1], divisor}, s[1].type);
+                              Value rem = hlo::rem(rb, s[1], divisor);
                               return {hlo::select(rb, done, s[0], rem), hlo::select(rb, done, s[1], s[0])};
                             });
   return ab[1];

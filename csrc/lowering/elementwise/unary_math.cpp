@@ -19,8 +19,6 @@ using ir::Value;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kLn2 = 0.69314718055994530942;
 
-Value op(Builder& b, const char* name, const Value& x) { return hlo::unary(b, name, x); }
-
 // --- dtype-preserving exact ops --------------------------------------------------------------
 
 Value neg_(Builder& b, const Value& x) {
@@ -42,26 +40,28 @@ Value sign_(Builder& b, const Value& x) {
 Value sgn_(Builder& b, const Value& x) {
   if (!ir::is_complex(x.dtype())) return sign_(b, x);
   const ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
-  Value mag = b.op1("stablehlo.abs", {x}, part);
+  Value mag = hlo::abs(b, x);
   Value zero = hlo::full(b, part, 0);
   Value is_zero = hlo::compare(b, mag, zero, "EQ");
-  auto scaled = [&](const char* component) {
-    Value v = hlo::div(b, b.op1(component, {x}, part), mag);
-    return hlo::select(b, is_zero, zero, v);
+  auto scaled = [&](const Value& component) {
+    return hlo::select(b, is_zero, zero, hlo::div(b, component, mag));
   };
-  return b.op1("stablehlo.complex", {scaled("stablehlo.real"), scaled("stablehlo.imag")}, x.type);
+  Value re = scaled(hlo::real(b, x));
+  Value im = scaled(hlo::imag(b, x));
+  return hlo::complex(b, re, im);
 }
 std::vector<Value> lower_sgn(Ctx& ctx) {
   return compute_exact(
       ctx, {"self"}, [](Builder& b, const std::vector<Value>& x) { return sgn_(b, x[0]); }, true);
 }
 
-Value float_or_id(Builder& b, const char* name, const Value& x) {
-  return ir::is_floating(x.dtype()) ? op(b, name, x) : x;  // integers are already integral
+template <Value (*Round)(Builder&, const Value&)>
+Value float_or_id(Builder& b, const Value& x) {
+  return ir::is_floating(x.dtype()) ? Round(b, x) : x;  // integers are already integral
 }
-Value floor_(Builder& b, const Value& x) { return float_or_id(b, "stablehlo.floor", x); }
-Value ceil_(Builder& b, const Value& x) { return float_or_id(b, "stablehlo.ceil", x); }
-Value round_(Builder& b, const Value& x) { return float_or_id(b, "stablehlo.round_nearest_even", x); }
+Value floor_(Builder& b, const Value& x) { return float_or_id<hlo::floor>(b, x); }
+Value ceil_(Builder& b, const Value& x) { return float_or_id<hlo::ceil>(b, x); }
+Value round_(Builder& b, const Value& x) { return float_or_id<hlo::round_nearest_even>(b, x); }
 Value trunc_(Builder& b, const Value& x) { return trunc(b, x); }
 Value frac_(Builder& b, const Value& x) { return hlo::sub(b, x, trunc(b, x)); }
 Value abs_(Builder& b, const Value& x) { return abs(b, x); }
@@ -71,7 +71,7 @@ Value abs_(Builder& b, const Value& x) { return abs(b, x); }
 Value exp_(Builder& b, const Value& x) { return exp(b, x); }
 Value exp2_(Builder& b, const Value& x) {
   // pow(2, x) is exact at integers; exp(x * ln2) would carry x's rounding times |x|.
-  return hlo::binary(b, "stablehlo.power", cst(b, x, 2), x);
+  return hlo::power(b, cst(b, x, 2), x);
 }
 Value expm1_(Builder& b, const Value& x) { return expm1(b, x); }
 Value log_(Builder& b, const Value& x) { return log(b, x); }
@@ -79,24 +79,24 @@ Value log2_(Builder& b, const Value& x) { return mul_c(b, log(b, x), 1 / kLn2); 
 Value log10_(Builder& b, const Value& x) { return mul_c(b, log(b, x), 1 / std::log(10.0)); }
 Value log1p_(Builder& b, const Value& x) { return log1p(b, x); }
 Value sqrt_(Builder& b, const Value& x) { return sqrt(b, x); }
-Value rsqrt_(Builder& b, const Value& x) { return op(b, "stablehlo.rsqrt", x); }
+Value rsqrt_(Builder& b, const Value& x) { return hlo::rsqrt(b, x); }
 Value reciprocal_(Builder& b, const Value& x) { return hlo::div(b, cst(b, x, 1), x); }
 Value sigmoid_(Builder& b, const Value& x) { return sigmoid(b, x); }
 
 // --- trigonometric ---------------------------------------------------------------------------
 
-Value sin_(Builder& b, const Value& x) { return op(b, "stablehlo.sine", x); }
-Value cos_(Builder& b, const Value& x) { return op(b, "stablehlo.cosine", x); }
+Value sin_(Builder& b, const Value& x) { return hlo::sin(b, x); }
+Value cos_(Builder& b, const Value& x) { return hlo::cos(b, x); }
 // sin/cos rather than stablehlo.tan, which only newer StableHLO versions (and plugins) have.
 Value tan_(Builder& b, const Value& x) { return hlo::div(b, sin_(b, x), cos_(b, x)); }
-Value atan_(Builder& b, const Value& x) { return hlo::binary(b, "stablehlo.atan2", x, cst(b, x, 1)); }
+Value atan_(Builder& b, const Value& x) { return hlo::atan2(b, x, cst(b, x, 1)); }
 // sqrt(1 - x^2) as sqrt((1 - x)(1 + x)): 1 - x is exact near 1, where asin/acos are steep.
 Value cos_of_asin(Builder& b, const Value& x) {
   Value one = cst(b, x, 1);
   return sqrt(b, hlo::mul(b, hlo::sub(b, one, x), hlo::add(b, one, x)));
 }
-Value asin_(Builder& b, const Value& x) { return hlo::binary(b, "stablehlo.atan2", x, cos_of_asin(b, x)); }
-Value acos_(Builder& b, const Value& x) { return hlo::binary(b, "stablehlo.atan2", cos_of_asin(b, x), x); }
+Value asin_(Builder& b, const Value& x) { return hlo::atan2(b, x, cos_of_asin(b, x)); }
+Value acos_(Builder& b, const Value& x) { return hlo::atan2(b, cos_of_asin(b, x), x); }
 
 // --- hyperbolic --------------------------------------------------------------------------------
 
@@ -167,24 +167,22 @@ Value angle_(Builder& b, const Value& x) {
 Value deg2rad_(Builder& b, const Value& x) { return mul_c(b, x, M_PI / 180); }
 Value rad2deg_(Builder& b, const Value& x) { return mul_c(b, x, 180 / M_PI); }
 
-// abs and angle of a complex input have a real result (the out dtype); the generic path would
-// first convert the input to that dtype, dropping the imaginary part.
-Value complex_part_type_op(Builder& b, const char* name, const std::vector<Value>& xs) {
-  return b.op1(name, xs, hlo::with_dtype(xs[0].type, ir::real_type(xs[0].dtype())));
-}
+// abs and angle of a complex input have a real result (the out dtype), computed on the input
+// itself: the generic path would first convert the input to that dtype, dropping the imaginary
+// part.
 // |z| as hypot(re, im): inf when either part is infinite, else NaN when either is NaN (XLA's
 // complex abs returns a finite value for a NaN imaginary part).
 Value complex_abs(Builder& b, const Value& z) {
-  Value re = complex_part_type_op(b, "stablehlo.real", {z});
-  Value im = complex_part_type_op(b, "stablehlo.imag", {z});
-  Value r = complex_part_type_op(b, "stablehlo.abs", {z});
+  Value re = hlo::real(b, z);
+  Value im = hlo::imag(b, z);
+  Value r = hlo::abs(b, z);
   r = hlo::select(b, or_(b, is_nan(b, re), is_nan(b, im)), cst(b, r, std::nan("")), r);
   return hlo::select(b, or_(b, is_inf(b, re), is_inf(b, im)), cst(b, r, kInf), r);
 }
 Value complex_angle(Builder& b, const Value& z) {
-  Value re = complex_part_type_op(b, "stablehlo.real", {z});
-  Value im = complex_part_type_op(b, "stablehlo.imag", {z});
-  return hlo::binary(b, "stablehlo.atan2", im, re);
+  Value re = hlo::real(b, z);
+  Value im = hlo::imag(b, z);
+  return hlo::atan2(b, im, re);
 }
 template <Value (*Complex)(Builder&, const Value&), std::vector<Value> (*Real)(Ctx&)>
 std::vector<Value> complex_to_real(Ctx& ctx) {
@@ -218,8 +216,8 @@ std::vector<Value> predicate(Ctx& ctx) {
   if (ir::is_complex(x.dtype())) {
     // isnan / isinf of a complex number: of either part (PyTorch rejects the other predicates
     // for complex inputs before they get here).
-    Value re = complex_part_type_op(ctx.b, "stablehlo.real", {x});
-    Value im = complex_part_type_op(ctx.b, "stablehlo.imag", {x});
+    Value re = hlo::real(ctx.b, x);
+    Value im = hlo::imag(ctx.b, x);
     return {finish(ctx, or_(ctx.b, F(ctx.b, re), F(ctx.b, im)))};
   }
   return {finish(ctx, F(ctx.b, x))};

@@ -181,14 +181,14 @@ Value index_put_mask(Ctx& c, const Value& self, const Value& mask, int64_t p, bo
     rows = hlo::broadcast_to(c.b, vals, flat);
   } else {
     Value trues = hlo::reduce(c.b, hlo::convert(c.b, mk, DType::I64), hlo::constant_int(c.b, DType::I64, 0),
-                              {0}, "stablehlo.add");
+                              {0}, hlo::Combiner::Add);
     c.require(hlo::compare(c.b, trues, hlo::constant_int(c.b, DType::I64, count), "EQ"),
               "shape mismatch: value tensor cannot be broadcast to indexing result");
     Shape full = flat;
     full[p] = count;
     rows = idx::gather_along(c.b, hlo::broadcast_to(c.b, vals, full), p, mask_ranks(c.b, mk, count));
   }
-  Value updated = accumulate ? hlo::binary(c.b, idx::add_op(self.dtype()), x, rows) : rows;
+  Value updated = accumulate ? hlo::combine(c.b, idx::add_op(self.dtype()), x, rows) : rows;
   Value sel = hlo::broadcast_in_dim(c.b, mk, flat, {p});
   return hlo::reshape(c.b, hlo::select(c.b, sel, updated, x), self.shape());
 }
@@ -240,7 +240,8 @@ std::vector<Value> lower_index_put(Ctx& c) {
   d.index_vector_dim = nb;
   Value r = a.self_t;
   if (updates.type.numel() > 0)
-    r = idx::scatter(c.b, a.self_t, a.coords, updates, d, accumulate ? idx::add_op(self.dtype()) : "");
+    r = idx::scatter(c.b, a.self_t, a.coords, updates, d,
+                     accumulate ? idx::ScatterCombiner(idx::add_op(self.dtype())) : hlo::kReplace);
   return {hlo::transpose(c.b, r, inverse(a.perm))};
 }
 
@@ -270,7 +271,8 @@ std::vector<Value> lower_index_select(Ctx& c) {
 // Shared body of index_add / index_copy / index_fill: rows `updates` (self's shape with `dim`
 // of size index.numel()) scattered along `dim`.
 Value index_scatter(Ctx& c, const Value& self_in, int64_t dim, const Value& index, const Value& updates_in,
-                    const std::string& combine, bool allow_negative, const std::string& message_prefix = "") {
+                    idx::ScatterCombiner combine, bool allow_negative,
+                    const std::string& message_prefix = "") {
   Value self = idx::at_least_1d(c.b, self_in);
   const int64_t size = self.shape()[dim];
   idx::require_in_range(c, index, size, allow_negative, message_prefix + idx::out_of_bounds(dim, size));
@@ -294,9 +296,8 @@ std::vector<Value> lower_index_add(Ctx& c) {
   Value src = hlo::convert(c.b, c.tensor("source"), opmath);
   if (c.has("alpha")) {
     Value alpha = hlo::convert(c.b, c.tensor("alpha"), opmath);
-    src = t == DType::Bool
-              ? hlo::binary(c.b, "stablehlo.and", src, hlo::broadcast_to(c.b, alpha, src.shape()))
-              : hlo::mul(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()));
+    src = t == DType::Bool ? hlo::and_(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()))
+                           : hlo::mul(c.b, src, hlo::broadcast_to(c.b, alpha, src.shape()));
   }
   src = hlo::convert(c.b, src, t);
   return {index_scatter(c, self, dim, c.tensor("index"), src, idx::add_op(t), false)};
@@ -315,11 +316,11 @@ std::vector<Value> lower_index_reduce(Ctx& c) {
   const bool include_self = c.bool_arg("include_self");
   const std::string prefix = "index_reduce(): ";
   Value src = hlo::convert(c.b, c.tensor("source"), t);
-  std::string combine = reduce == "prod"   ? idx::mul_op(t)
-                        : reduce == "amax" ? (t == DType::Bool ? "stablehlo.or" : "stablehlo.maximum")
-                        : reduce == "amin" ? (t == DType::Bool ? "stablehlo.and" : "stablehlo.minimum")
-                                           : idx::add_op(t);
-  auto rows_hit = [&](const Value& base, const Value& value, const std::string& how) {
+  hlo::Combiner combine = reduce == "prod"   ? idx::mul_op(t)
+                          : reduce == "amax" ? (t == DType::Bool ? hlo::Combiner::Or : hlo::Combiner::Max)
+                          : reduce == "amin" ? (t == DType::Bool ? hlo::Combiner::And : hlo::Combiner::Min)
+                                             : idx::add_op(t);
+  auto rows_hit = [&](const Value& base, const Value& value, idx::ScatterCombiner how) {
     return index_scatter(c, base, dim, index, hlo::broadcast_to(c.b, value, src.shape()), how, false, prefix);
   };
   Value start = self;
@@ -329,21 +330,22 @@ std::vector<Value> lower_index_reduce(Ctx& c) {
                      : reduce == "amin" ? hlo::broadcast_to(c.b, reduce::highest(c.b, t), self.shape())
                                         : hlo::full(c.b, self.type, 0);
     ir::Type flags{DType::Bool, self.shape()};
-    Value hit = rows_hit(hlo::full(c.b, flags, 0), hlo::full(c.b, ir::Type{DType::Bool, {}}, 1), "");
+    Value hit =
+        rows_hit(hlo::full(c.b, flags, 0), hlo::full(c.b, ir::Type{DType::Bool, {}}, 1), hlo::kReplace);
     start = hlo::select(c.b, hit, identity, self);
   }
   Value r = index_scatter(c, start, dim, index, src, combine, false, prefix);
   if (reduce != "mean") return {r};
   ir::Type count_type{t == DType::Bool ? DType::I64 : t, self.shape()};
   Value counts = rows_hit(hlo::full(c.b, count_type, include_self ? 1 : 0),
-                          hlo::full(c.b, ir::Type{count_type.dtype, {}}, 1), "stablehlo.add");
+                          hlo::full(c.b, ir::Type{count_type.dtype, {}}, 1), hlo::Combiner::Add);
   Value one = hlo::full(c.b, count_type, 1);
   counts = hlo::select(c.b, hlo::compare(c.b, counts, hlo::full(c.b, count_type, 0), "EQ"), one, counts);
   Value sum = hlo::convert(c.b, r, count_type.dtype);
   Value q = hlo::div(c.b, sum, counts);
   if (!ir::is_floating(t)) {
     // Integer division truncates; floor is one less where the remainder is negative.
-    Value rem = hlo::binary(c.b, "stablehlo.remainder", sum, counts);
+    Value rem = hlo::rem(c.b, sum, counts);
     q = hlo::select(c.b, hlo::compare(c.b, rem, hlo::full(c.b, count_type, 0), "LT"), hlo::sub(c.b, q, one),
                     q);
   }
@@ -355,7 +357,7 @@ std::vector<Value> lower_index_copy(Ctx& c) {
   const Value& self = c.tensor("self");
   const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), self.rank());
   Value src = hlo::convert(c.b, c.tensor("source"), self.dtype());
-  return {index_scatter(c, self, dim, c.tensor("index"), src, "", false, "index_copy_(): ")};
+  return {index_scatter(c, self, dim, c.tensor("index"), src, hlo::kReplace, false, "index_copy_(): ")};
 }
 
 // index_fill.int_Scalar / int_Tensor(self, dim, index, value)
@@ -363,7 +365,7 @@ std::vector<Value> lower_index_fill(Ctx& c) {
   const Value& self = c.tensor("self");
   const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), self.rank());
   Value v = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("value"), self.dtype()), {});
-  return {index_scatter(c, self, dim, c.tensor("index"), v, "", true)};
+  return {index_scatter(c, self, dim, c.tensor("index"), v, hlo::kReplace, true)};
 }
 
 // ---- flat indexing ----------------------------------------------------------------------
@@ -399,7 +401,7 @@ std::vector<Value> lower_put(Ctx& c) {
   Value flat = hlo::reshape(c.b, self, {numel});
   Value src = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("source"), self.dtype()), {n});
   Value r = idx::scatter_along(c.b, flat, 0, hlo::reshape(c.b, c.tensor("index"), {n}), src,
-                               accumulate ? idx::add_op(self.dtype()) : "");
+                               accumulate ? idx::ScatterCombiner(idx::add_op(self.dtype())) : hlo::kReplace);
   return {hlo::reshape(c.b, r, self.shape())};
 }
 
@@ -414,7 +416,7 @@ std::vector<Value> lower_masked_scatter(Ctx& c) {
   const int64_t s = source.type.numel();
   if (n > 0) {
     Value count = hlo::reduce(c.b, hlo::convert(c.b, mask, DType::I64), hlo::constant_int(c.b, DType::I64, 0),
-                              {0}, "stablehlo.add");
+                              {0}, hlo::Combiner::Add);
     c.require(hlo::compare(c.b, count, hlo::constant_int(c.b, DType::I64, s), "LE"),
               "Number of elements of source < number of ones in mask");
   }

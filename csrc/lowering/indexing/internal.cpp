@@ -37,7 +37,7 @@ std::vector<Value> lower_count_nonzero(Ctx& c) {
   Value m = hlo::convert(c.b, nonzero_mask(c), DType::I64);
   std::vector<int64_t> dims(m.rank());
   for (int i = 0; i < m.rank(); ++i) dims[i] = i;
-  return {hlo::reduce(c.b, m, hlo::constant_int(c.b, DType::I64, 0), dims, "stablehlo.add")};
+  return {hlo::reduce(c.b, m, hlo::constant_int(c.b, DType::I64, 0), dims, hlo::Combiner::Add)};
 }
 
 // The count is the result's first dimension (read on the host first).

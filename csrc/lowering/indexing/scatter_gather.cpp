@@ -61,7 +61,7 @@ template <const char* Src>
 std::vector<Value> lower_scatter(Ctx& c) {
   Prepared p = prepare(c, "self", "dim", "index");
   Value upd = src_for(c, Src, p.index, p.self.dtype());
-  return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, ""))};
+  return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, hlo::kReplace))};
 }
 
 // scatter_add(self, dim, index, src)
@@ -78,7 +78,7 @@ std::vector<Value> lower_scatter_reduce_legacy(Ctx& c) {
   Prepared p = prepare(c, "self", "dim", "index");
   Value upd = src_for(c, Src, p.index, p.self.dtype());
   const std::string& reduce = c.arg("reduce").s;
-  std::string op;
+  hlo::Combiner op{};
   if (reduce == "add")
     op = idx::add_op(p.self.dtype());
   else if (reduce == "multiply")
@@ -147,10 +147,9 @@ Value extreme(ir::Builder& b, const ir::Type& t, bool low) {
 // a / b rounded toward -inf for integers (b > 0 here: counts).
 Value floor_div_positive(ir::Builder& b, const Value& a, const Value& d) {
   Value q = hlo::div(b, a, d);
-  Value rem = b.op1("stablehlo.remainder", {a, d}, a.type);
+  Value rem = hlo::rem(b, a, d);
   Value zero = hlo::full(b, a.type, 0);
-  Value adjust =
-      hlo::binary(b, "stablehlo.and", hlo::compare(b, rem, zero, "NE"), hlo::compare(b, a, zero, "LT"));
+  Value adjust = hlo::and_(b, hlo::compare(b, rem, zero, "NE"), hlo::compare(b, a, zero, "LT"));
   return hlo::select(b, adjust, hlo::sub(b, q, hlo::full(b, a.type, 1)), q);
 }
 
@@ -161,7 +160,7 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
   Value upd = src_for(c, "src", p.index, t);
   const std::string& reduce = c.arg("reduce").s;
   const bool include_self = !c.has("include_self") || c.bool_arg("include_self");
-  std::string op;
+  hlo::Combiner op{};
   Value identity;
   if (reduce == "sum" || reduce == "mean") {
     op = idx::add_op(t);
@@ -170,10 +169,10 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
     op = idx::mul_op(t);
     identity = hlo::full(c.b, upd.type, 1);
   } else if (reduce == "amax") {
-    op = t == DType::Bool ? "stablehlo.or" : "stablehlo.maximum";
+    op = t == DType::Bool ? hlo::Combiner::Or : hlo::Combiner::Max;
     identity = extreme(c.b, upd.type, true);
   } else if (reduce == "amin") {
-    op = t == DType::Bool ? "stablehlo.and" : "stablehlo.minimum";
+    op = t == DType::Bool ? hlo::Combiner::And : hlo::Combiner::Min;
     identity = extreme(c.b, upd.type, false);
   } else {
     throw std::invalid_argument("reduce argument must be either sum, prod, mean, amax or amin, got " +
@@ -182,7 +181,7 @@ std::vector<Value> lower_scatter_reduce(Ctx& c) {
   Value self = p.self;
   // Without self, every scattered-to position starts at the reduction's identity (as the CPU
   // kernel does with self.scatter_(dim, index, init)); the others keep self.
-  if (!include_self) self = idx::scatter_elements(c.b, self, p.index, p.dim, identity, "");
+  if (!include_self) self = idx::scatter_elements(c.b, self, p.index, p.dim, identity, hlo::kReplace);
   Value r = idx::scatter_elements(c.b, self, p.index, p.dim, upd, op);
   if (reduce == "mean") {
     Value counts = hlo::full(c.b, self.type, include_self ? 1 : 0);

@@ -86,10 +86,21 @@ Value element_indices(ir::Builder& b, const ViewGeometry& v) {
   return idx;
 }
 
-std::string flat_gather_dims(int rank) {
-  return "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = "
-         "[0], index_vector_dim = " +
-         std::to_string(rank) + ">, slice_sizes = array<i64: 1>, indices_are_sorted = false";
+// Element-by-element access to a flat storage: indices [..., 1] name one element each.
+hlo::GatherDims flat_gather_dims(int rank) {
+  hlo::GatherDims d;
+  d.collapsed_slice_dims = {0};
+  d.start_index_map = {0};
+  d.index_vector_dim = rank;
+  d.slice_sizes = {1};
+  return d;
+}
+hlo::ScatterDims flat_scatter_dims(int rank) {
+  hlo::ScatterDims d;
+  d.inserted_window_dims = {0};
+  d.scatter_dims_to_operand_dims = {0};
+  d.index_vector_dim = rank;
+  return d;
 }
 
 }  // namespace
@@ -134,8 +145,7 @@ Value read_view(ir::Builder& b, const Value& storage, const ViewGeometry& v) {
     s.push_back(1);
     return s;
   }());
-  return b.op1("stablehlo.gather", {storage, idx}, Type{dtype, v.sizes},
-               flat_gather_dims(static_cast<int>(v.sizes.size())));
+  return hlo::gather(b, storage, idx, flat_gather_dims(static_cast<int>(v.sizes.size())));
 }
 
 Value write_view(ir::Builder& b, const Value& storage, const Value& value, const ViewGeometry& v) {
@@ -169,15 +179,7 @@ Value write_view(ir::Builder& b, const Value& storage, const Value& value, const
   auto sizes1 = v.sizes;
   sizes1.push_back(1);
   Value idx = hlo::reshape(b, element_indices(b, v), sizes1);
-  std::vector<int64_t> window_dims;
-  std::string attrs =
-      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
-      "scatter_dims_to_operand_dims = [0], index_vector_dim = " +
-      std::to_string(rank) + ">, indices_are_sorted = false, unique_indices = false";
-  Type scalar{storage.dtype(), {}};
-  return b.op_with_region(
-      "stablehlo.scatter", {storage, idx, value}, {storage.type}, attrs, {scalar, scalar},
-      [](ir::Builder&, const std::vector<Value>& a) -> std::vector<Value> { return {a[1]}; })[0];
+  return hlo::scatter(b, storage, idx, value, flat_scatter_dims(rank), hlo::kReplace);
 }
 
 std::vector<int64_t> dense_permutation(const std::vector<int64_t>& sizes,
@@ -203,11 +205,9 @@ Value reinterpret(ir::Builder& b, const Value& storage, DType dtype) {
   // XLA's bitcast_convert refuses complex types; a complex element is its (re, im) pair of the
   // real type, so complex storages go through their interleaved real parts.
   if (ir::is_complex(storage.dtype())) {
-    const Type part{ir::real_type(storage.dtype()), {storage.dim(0), 1}};
-    Value re =
-        hlo::reshape(b, b.op1("stablehlo.real", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
-    Value im =
-        hlo::reshape(b, b.op1("stablehlo.imag", {storage}, Type{part.dtype, {storage.dim(0)}}), part.shape);
+    const ir::Shape part{storage.dim(0), 1};
+    Value re = hlo::reshape(b, hlo::real(b, storage), part);
+    Value im = hlo::reshape(b, hlo::imag(b, storage), part);
     Value pairs = hlo::reshape(b, hlo::concatenate(b, {re, im}, 1), {2 * storage.dim(0)});
     return reinterpret(b, pairs, dtype);
   }
@@ -218,19 +218,16 @@ Value reinterpret(ir::Builder& b, const Value& storage, DType dtype) {
     Value pairs = hlo::reshape(b, hlo::slice(b, parts, {0}, {2 * m}), {m, 2});
     Value re = hlo::reshape(b, hlo::slice_dim(b, pairs, 1, 0, 1), {m});
     Value im = hlo::reshape(b, hlo::slice_dim(b, pairs, 1, 1, 2), {m});
-    return b.op1("stablehlo.complex", {re, im}, Type{dtype, {m}});
+    return hlo::complex(b, re, im);
   }
   int from = ir::itemsize(storage.dtype()), to = ir::itemsize(dtype);
   int64_t n = storage.dim(0);
-  if (from == to) return b.op1("stablehlo.bitcast_convert", {storage}, Type{dtype, {n}});
-  if (from > to) {
-    Value wide = b.op1("stablehlo.bitcast_convert", {storage}, Type{dtype, {n, from / to}});
-    return hlo::reshape(b, wide, {n * (from / to)});
-  }
+  if (from == to) return hlo::bitcast_convert(b, storage, dtype);
+  if (from > to) return hlo::reshape(b, hlo::bitcast_convert(b, storage, dtype), {n * (from / to)});
   int64_t m = n / (to / from);
   // A tail that does not fill a whole element is not visible through the wider dtype.
   Value body = hlo::slice(b, storage, {0}, {m * (to / from)});
-  return b.op1("stablehlo.bitcast_convert", {hlo::reshape(b, body, {m, to / from})}, Type{dtype, {m}});
+  return hlo::bitcast_convert(b, hlo::reshape(b, body, {m, to / from}), dtype);
 }
 
 Value to_storage(ir::Builder& b, const Value& value, const std::vector<int64_t>& strides) {

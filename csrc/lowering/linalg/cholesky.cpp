@@ -62,8 +62,8 @@ Potrf potrf(ir::Builder& b, const Value& a, bool upper, const Type& info_type) {
     Value d = reduce::sum(rb, hlo::select(rb, at_j, col, hlo::full(rb, col.type, 0)), {r - 2});  // [...]
     Value good = hlo::compare(rb, d, hlo::full(rb, d.type, 0), "GT");
     Value live = hlo::compare(rb, info, hlo::full(rb, info.type, 0), "EQ");
-    Value step = hlo::binary(rb, "stablehlo.and", good, live);
-    Value root = hlo::unary(rb, "stablehlo.sqrt", hlo::select(rb, good, d, hlo::full(rb, d.type, 1)));
+    Value step = hlo::and_(rb, good, live);
+    Value root = hlo::sqrt(rb, hlo::select(rb, good, d, hlo::full(rb, d.type, 1)));
     Value lc = hlo::div(rb, col, spread(rb, root, col_shape, r - 2));
     lc = hlo::select(rb, at_j, spread(rb, root, col_shape, r - 2), lc);
     Type mt{DType::I64, l.shape()};
@@ -71,14 +71,12 @@ Potrf potrf(ir::Builder& b, const Value& a, bool upper, const Type& info_type) {
     Value jm = hlo::broadcast_in_dim(rb, j, l.shape(), {});
     Value lr = spread(rb, lc, l.shape(), r - 1), lcc = spread(rb, lc, l.shape(), r - 2);
     Value updated = hlo::sub(rb, l, hlo::mul(rb, lr, lcc));
-    Value trailing =
-        hlo::binary(rb, "stablehlo.and", hlo::compare(rb, rid, jm, "GT"), hlo::compare(rb, cid, jm, "GT"));
-    Value col_j =
-        hlo::binary(rb, "stablehlo.and", hlo::compare(rb, rid, jm, "GE"), hlo::compare(rb, cid, jm, "EQ"));
+    Value trailing = hlo::and_(rb, hlo::compare(rb, rid, jm, "GT"), hlo::compare(rb, cid, jm, "GT"));
+    Value col_j = hlo::and_(rb, hlo::compare(rb, rid, jm, "GE"), hlo::compare(rb, cid, jm, "EQ"));
     Value next = hlo::select(rb, trailing, updated, hlo::select(rb, col_j, lr, l));
     l = hlo::select(rb, hlo::broadcast_in_dim(rb, step, l.shape(), prefix), next, l);
     Value j1 = hlo::convert(rb, hlo::add(rb, j, hlo::constant_int(rb, DType::I64, 1)), info.dtype());
-    Value fail = hlo::binary(rb, "stablehlo.and", live, hlo::logical_not(rb, good));
+    Value fail = hlo::and_(rb, live, hlo::logical_not(rb, good));
     info = hlo::select(rb, fail, hlo::broadcast_in_dim(rb, j1, info.shape(), {}), info);
     return {l, info};
   };
@@ -92,7 +90,7 @@ Value all_zero(ir::Builder& b, const Value& info) {
   if (info.rank() == 0) return z;
   std::vector<int64_t> dims;
   for (int i = 0; i < info.rank(); ++i) dims.push_back(i);
-  return hlo::reduce(b, z, hlo::constant_int(b, DType::Bool, 1), dims, "stablehlo.and");
+  return hlo::reduce(b, z, hlo::constant_int(b, DType::Bool, 1), dims, hlo::Combiner::And);
 }
 
 const char* kNotPd =

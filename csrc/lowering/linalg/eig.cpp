@@ -42,22 +42,13 @@ using linalg::cabs1;
 
 Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
 
-Value re(Builder& b, const Value& x) {
-  return b.op1("stablehlo.real", {x}, hlo::with_dtype(x.type, ir::real_type(x.dtype())));
-}
-Value im(Builder& b, const Value& x) {
-  return b.op1("stablehlo.imag", {x}, hlo::with_dtype(x.type, ir::real_type(x.dtype())));
-}
-Value make_complex(Builder& b, const Value& r, const Value& i) {
-  DType ct = r.dtype() == DType::F64 ? DType::C128 : DType::C64;
-  return b.op1("stablehlo.complex", {r, i}, hlo::with_dtype(r.type, ct));
-}
+Value re(Builder& b, const Value& x) { return hlo::real(b, x); }
+Value im(Builder& b, const Value& x) { return hlo::imag(b, x); }
+Value make_complex(Builder& b, const Value& r, const Value& i) { return hlo::complex(b, r, i); }
 // A real value as a complex one of the same shape.
 Value to_complex(Builder& b, const Value& r) { return make_complex(b, r, hlo::full(b, r.type, 0)); }
-// |x| of a complex x, real (hlo::unary would keep the complex type).
-Value cabs(Builder& b, const Value& x) {
-  return b.op1("stablehlo.abs", {x}, hlo::with_dtype(x.type, ir::real_type(x.dtype())));
-}
+// |x| of a complex x, real.
+Value cabs(Builder& b, const Value& x) { return hlo::abs(b, x); }
 // |x|^2, real.
 Value abs2(Builder& b, const Value& x) {
   Value r = re(b, x), i = im(b, x);
@@ -66,7 +57,7 @@ Value abs2(Builder& b, const Value& x) {
 Value bcast(Builder& b, const Value& scalar, const Shape& shape) {
   return hlo::broadcast_in_dim(b, scalar, shape, {});
 }
-Value land(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.and", x, y); }
+Value land(Builder& b, const Value& x, const Value& y) { return hlo::and_(b, x, y); }
 
 // x[i, j] as a 0-d value, and x with it replaced.
 Value elem(Builder& b, const Value& x, const Value& i, const Value& j) {
@@ -118,7 +109,7 @@ std::pair<Value, Value> hessenberg(Builder& b, const Value& a, bool want_z) {
     Value zero_c = hlo::full(rb, ct, 0);
     // x = H[j+1:, j], scaled by its largest magnitude so no square overflows or underflows
     // (the reflector does not depend on the scale).
-    Value x = hlo::select(rb, hlo::binary(rb, "stablehlo.or", at, below), col, zero_c);
+    Value x = hlo::select(rb, hlo::or_(rb, at, below), col, zero_c);
     Type r0{rt.dtype, {}};
     Value zero = hlo::full(rb, r0, 0), one = hlo::full(rb, r0, 1);
     Value amax = reduce::max(rb, cabs(rb, x), {0});
@@ -127,7 +118,7 @@ std::pair<Value, Value> hessenberg(Builder& b, const Value& a, bool want_z) {
     Value alpha = reduce::sum(rb, hlo::select(rb, at, x, zero_c), {0});
     Value tail2 = reduce::sum(rb, abs2(rb, hlo::select(rb, below, x, zero_c)), {0});
     Value abs_a = cabs(rb, alpha);
-    Value norm = hlo::unary(rb, "stablehlo.sqrt", hlo::add(rb, hlo::mul(rb, abs_a, abs_a), tail2));
+    Value norm = hlo::sqrt(rb, hlo::add(rb, hlo::mul(rb, abs_a, abs_a), tail2));
     // v = x + e^{i arg alpha} ||x|| e_1, so v's leading entry cannot cancel.
     Value phase = hlo::select(
         rb, hlo::compare(rb, abs_a, zero, "GT"),
@@ -168,15 +159,14 @@ Value wilkinson_shift(Builder& b, const Value& h, const Value& hi) {
         d = elem(b, h, hi, hi);
   Type rt = hlo::with_dtype(a.type, ir::real_type(a.dtype()));
   Value zero = hlo::full(b, rt, 0), one = hlo::full(b, rt, 1);
-  Value u = hlo::mul(b, hlo::unary(b, "stablehlo.sqrt", bb), hlo::unary(b, "stablehlo.sqrt", c));
+  Value u = hlo::mul(b, hlo::sqrt(b, bb), hlo::sqrt(b, c));
   Value su = cabs1(b, u);
   Value x = hlo::mul(b, hlo::full(b, a.type, 0.5), hlo::sub(b, a, d));
   Value sx = cabs1(b, x);
   Value s = hlo::max(b, su, sx);
   Value ss = to_complex(b, hlo::select(b, hlo::compare(b, s, zero, "GT"), s, one));
   Value xs = hlo::div(b, x, ss), us = hlo::div(b, u, ss);
-  Value y =
-      hlo::mul(b, ss, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, hlo::mul(b, xs, xs), hlo::mul(b, us, us))));
+  Value y = hlo::mul(b, ss, hlo::sqrt(b, hlo::add(b, hlo::mul(b, xs, xs), hlo::mul(b, us, us))));
   // Choose the root's sign so x + y does not cancel.
   Value align = hlo::add(b, hlo::mul(b, re(b, x), re(b, y)), hlo::mul(b, im(b, x), im(b, y)));
   y = hlo::select(b, hlo::compare(b, align, zero, "LT"), hlo::neg(b, y), y);
@@ -195,8 +185,7 @@ std::pair<Value, Value> givens(Builder& b, const Value& x, const Value& y) {
   Value m = hlo::max(b, ax, ay);
   Value ms = hlo::select(b, hlo::compare(b, m, zero, "GT"), m, one);
   Value px = hlo::div(b, ax, ms), py = hlo::div(b, ay, ms);
-  Value r =
-      hlo::mul(b, ms, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, hlo::mul(b, px, px), hlo::mul(b, py, py))));
+  Value r = hlo::mul(b, ms, hlo::sqrt(b, hlo::add(b, hlo::mul(b, px, px), hlo::mul(b, py, py))));
   Value rs = hlo::select(b, hlo::compare(b, r, zero, "GT"), r, one);
   Value c = hlo::select(b, hlo::compare(b, r, zero, "GT"), hlo::div(b, ax, rs), one);
   // s = (x / |x|) conj(y) / r; with x = 0 the phase is 1.
@@ -263,54 +252,49 @@ std::vector<Value> schur(Builder& b, const Value& h0, const Value& z0, bool want
   // State: H, Z, hi (last row of the active block), its (sweeps since the last deflation),
   // total (iterations so far).
   std::vector<Value> init{h0, z0, i64(b, n - 1), i64(b, 0), i64(b, 0)};
-  std::vector<Type> types;
-  for (const Value& v : init) types.push_back(v.type);
-  Builder::Region cond{types, [cap](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
-                         return {land(rb, hlo::compare(rb, s[2], i64(rb, 0), "GT"),
-                                      hlo::compare(rb, s[4], i64(rb, cap), "LT"))};
-                       }};
-  Builder::Region step{
-      types, [n, lim, want_z](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
-        Value h = s[0], z = s[1], hi = s[2], its = s[3], total = s[4];
-        Type rt{ir::real_type(h.dtype()), {n - 1}};
-        // Negligible subdiagonal entries (zlahqr's test against the neighbouring diagonal).
-        Value d = diag(rb, h);
-        Value sub = cabs1(rb, subdiag(rb, h));
-        Value dc = cabs1(rb, d);
-        Value tst = hlo::add(rb, hlo::slice(rb, dc, {0}, {n - 1}), hlo::slice(rb, dc, {1}, {n}));
-        Value bound =
-            hlo::max(rb, hlo::mul(rb, hlo::full(rb, rt, lim.ulp), tst), hlo::full(rb, rt, lim.smlnum));
-        Value negl = hlo::compare(rb, sub, bound, "LE");
-        // lo: the top of the unreduced block ending at hi.
-        Type it{DType::I64, {n - 1}};
-        Value kk = hlo::add(rb, hlo::iota(rb, it, 0), hlo::full(rb, it, 1));
-        Value cand = hlo::select(rb, land(rb, negl, hlo::compare(rb, kk, bcast(rb, hi, {n - 1}), "LE")), kk,
-                                 hlo::full(rb, it, 0));
-        Value lo = reduce::max(rb, cand, {0});
-        Value zero_c = hlo::full(rb, Type{h.dtype(), {}}, 0);
-        Value lo_m1 = hlo::max(rb, hlo::sub(rb, lo, i64(rb, 1)), i64(rb, 0));
-        Value split = hlo::compare(rb, lo, i64(rb, 0), "GT");
-        h = set_elem(rb, h, hlo::select(rb, split, zero_c, elem(rb, h, lo, lo_m1)), lo, lo_m1);
-        Value done = hlo::compare(rb, lo, hi, "EQ");
-        // Shift: Wilkinson's, or an exceptional one after 10 / 20 sweeps without a deflation.
-        Value mu = wilkinson_shift(rb, h, hi);
-        Value lo1 = hlo::min(rb, hlo::add(rb, lo, i64(rb, 1)), hi);
-        Value him1 = hlo::max(rb, hlo::sub(rb, hi, i64(rb, 1)), i64(rb, 0));
-        Value three4 = hlo::full(rb, Type{rt.dtype, {}}, 0.75);
-        Value ex10 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, lo1, lo)))),
-                              elem(rb, h, lo, lo));
-        Value ex20 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, hi, him1)))),
-                              elem(rb, h, hi, hi));
-        mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 10), "EQ"), ex10, mu);
-        mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 20), "EQ"), ex20, mu);
-        // A deflated 1x1 block gives a sweep of length hi - lo = 0.
-        std::vector<Value> swept = qr_sweep(rb, h, z, lo, hi, mu, want_z);
-        Value one = i64(rb, 1);
-        Value new_hi = hlo::select(rb, done, hlo::sub(rb, hi, one), hi);
-        Value new_its = hlo::select(rb, done, i64(rb, 0), hlo::add(rb, its, one));
-        return {swept[0], swept[1], new_hi, new_its, hlo::add(rb, total, one)};
-      }};
-  std::vector<Value> out = b.op_with_regions("stablehlo.while", init, types, "", {cond, step});
+  auto cond = [cap](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
+    return {land(rb, hlo::compare(rb, s[2], i64(rb, 0), "GT"), hlo::compare(rb, s[4], i64(rb, cap), "LT"))};
+  };
+  auto step = [n, lim, want_z](Builder& rb, const std::vector<Value>& s) -> std::vector<Value> {
+    Value h = s[0], z = s[1], hi = s[2], its = s[3], total = s[4];
+    Type rt{ir::real_type(h.dtype()), {n - 1}};
+    // Negligible subdiagonal entries (zlahqr's test against the neighbouring diagonal).
+    Value d = diag(rb, h);
+    Value sub = cabs1(rb, subdiag(rb, h));
+    Value dc = cabs1(rb, d);
+    Value tst = hlo::add(rb, hlo::slice(rb, dc, {0}, {n - 1}), hlo::slice(rb, dc, {1}, {n}));
+    Value bound = hlo::max(rb, hlo::mul(rb, hlo::full(rb, rt, lim.ulp), tst), hlo::full(rb, rt, lim.smlnum));
+    Value negl = hlo::compare(rb, sub, bound, "LE");
+    // lo: the top of the unreduced block ending at hi.
+    Type it{DType::I64, {n - 1}};
+    Value kk = hlo::add(rb, hlo::iota(rb, it, 0), hlo::full(rb, it, 1));
+    Value cand = hlo::select(rb, land(rb, negl, hlo::compare(rb, kk, bcast(rb, hi, {n - 1}), "LE")), kk,
+                             hlo::full(rb, it, 0));
+    Value lo = reduce::max(rb, cand, {0});
+    Value zero_c = hlo::full(rb, Type{h.dtype(), {}}, 0);
+    Value lo_m1 = hlo::max(rb, hlo::sub(rb, lo, i64(rb, 1)), i64(rb, 0));
+    Value split = hlo::compare(rb, lo, i64(rb, 0), "GT");
+    h = set_elem(rb, h, hlo::select(rb, split, zero_c, elem(rb, h, lo, lo_m1)), lo, lo_m1);
+    Value done = hlo::compare(rb, lo, hi, "EQ");
+    // Shift: Wilkinson's, or an exceptional one after 10 / 20 sweeps without a deflation.
+    Value mu = wilkinson_shift(rb, h, hi);
+    Value lo1 = hlo::min(rb, hlo::add(rb, lo, i64(rb, 1)), hi);
+    Value him1 = hlo::max(rb, hlo::sub(rb, hi, i64(rb, 1)), i64(rb, 0));
+    Value three4 = hlo::full(rb, Type{rt.dtype, {}}, 0.75);
+    Value ex10 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, lo1, lo)))),
+                          elem(rb, h, lo, lo));
+    Value ex20 = hlo::add(rb, to_complex(rb, hlo::mul(rb, three4, cabs1(rb, elem(rb, h, hi, him1)))),
+                          elem(rb, h, hi, hi));
+    mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 10), "EQ"), ex10, mu);
+    mu = hlo::select(rb, hlo::compare(rb, its, i64(rb, 20), "EQ"), ex20, mu);
+    // A deflated 1x1 block gives a sweep of length hi - lo = 0.
+    std::vector<Value> swept = qr_sweep(rb, h, z, lo, hi, mu, want_z);
+    Value one = i64(rb, 1);
+    Value new_hi = hlo::select(rb, done, hlo::sub(rb, hi, one), hi);
+    Value new_its = hlo::select(rb, done, i64(rb, 0), hlo::add(rb, its, one));
+    return {swept[0], swept[1], new_hi, new_its, hlo::add(rb, total, one)};
+  };
+  std::vector<Value> out = hlo::while_loop(b, init, cond, step);
   return {linalg::triu(b, out[0]), out[1], hlo::compare(b, out[2], i64(b, 0), "EQ")};
 }
 
@@ -362,7 +346,7 @@ Value normalize_columns(Builder& b, const Value& v) {
   cmax = hlo::select(b, hlo::compare(b, cmax, hlo::full(b, rt, 0), "GT"), cmax, one);
   Value w = hlo::div(b, v, hlo::broadcast_in_dim(b, to_complex(b, cmax), {n, n}, {1}));
   Value mag2 = abs2(b, w);
-  Value norm = hlo::unary(b, "stablehlo.sqrt", reduce::sum(b, mag2, {0}));
+  Value norm = hlo::sqrt(b, reduce::sum(b, mag2, {0}));
   // The first row holding the column's largest |w|^2, as LAPACK's idamax picks it.
   Value big = reduce::max(b, mag2, {0});
   Type mt{DType::I64, {n, n}};
@@ -400,9 +384,9 @@ Value balance_scale(Builder& b, const Value& m) {
   Value small = land(b, hlo::compare(b, anrm, hlo::full(b, t, 0), "GT"),
                      hlo::compare(b, anrm, hlo::full(b, t, lo), "LT"));
   Value big = hlo::compare(b, anrm, hlo::full(b, t, hi), "GT");
-  Value safe = hlo::select(b, hlo::binary(b, "stablehlo.or", small, big), anrm, one);
+  Value safe = hlo::select(b, hlo::or_(b, small, big), anrm, one);
   Value f = hlo::div(b, hlo::select(b, small, hlo::full(b, t, lo), hlo::full(b, t, hi)), safe);
-  return hlo::select(b, hlo::binary(b, "stablehlo.or", small, big), f, one);
+  return hlo::select(b, hlo::or_(b, small, big), f, one);
 }
 
 // 0-d i1: every element of a is finite.
@@ -465,7 +449,7 @@ std::vector<Value> eig(Ctx& c, const Type& vals_t, const Type* vecs_t, const cha
   std::string api = want_v ? "torch.linalg.eig" : "torch.linalg.eigvals";
   Value ok = out[3];
   // eigvals of a non-finite matrix are NaN on the CPU (LAPACK gives up), not an error.
-  if (!want_v) ok = hlo::binary(b, "stablehlo.or", ok, hlo::logical_not(b, all_finite(b, a)));
+  if (!want_v) ok = hlo::or_(b, ok, hlo::logical_not(b, all_finite(b, a)));
   c.require(ok,
             api +
                 ": The algorithm failed to converge because the input matrix is ill-conditioned or has "

@@ -57,8 +57,8 @@ std::vector<Value> rotate(Builder& b, const Value& a, const Value& v, const Valu
   Value apq = elem(b, a, p, q), app = elem(b, a, p, p), aqq = elem(b, a, q, q);
   Type t = apq.type;
   Value zero = hlo::full(b, t, 0);
-  Value active = hlo::binary(b, "stablehlo.and", hlo::compare(b, apq, zero, "NE"),
-                             hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
+  Value active = hlo::and_(b, hlo::compare(b, apq, zero, "NE"),
+                           hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
   linalg::Rotation r = linalg::rotation(b, app, aqq, apq, active);
   Value a2 = linalg::rotate_columns(b, a, r, p, q);
   Value rp = row(b, a2, p), rq = row(b, a2, q);
@@ -111,10 +111,7 @@ std::vector<Value> lower_linalg_eigh(Ctx& c) {
   auto less = [](Builder& rb, const std::vector<Value>& x) -> std::vector<Value> {
     return {hlo::compare(rb, x[0], x[1], "LT")};
   };
-  std::vector<Value> sorted = c.b.op_with_region(
-      "stablehlo.sort", {w, idx}, {w.type, idx.type},
-      "dimension = " + std::to_string(r - 2) + " : i64, is_stable = true",
-      {Type{w.dtype(), {}}, Type{w.dtype(), {}}, Type{DType::I64, {}}, Type{DType::I64, {}}}, less);
+  std::vector<Value> sorted = hlo::sort(c.b, {w, idx}, r - 2, /*stable=*/true, less);
   Value vals = hlo::convert(c.b, sorted[0], c.out(0).dtype);
   if (!compute_v || c.out(1).numel() == 0) return {vals, hlo::full(c.b, c.out(1), 0)};
   // Columns of V in sorted order: V @ S with S[j, i] = (order[i] == j).

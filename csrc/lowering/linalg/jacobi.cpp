@@ -38,11 +38,11 @@ Rotation rotation(Builder& b, const Value& app, const Value& aqq, const Value& a
   Value zero = hlo::full(b, t, 0), one = hlo::full(b, t, 1);
   Value safe = hlo::select(b, active, apq, one);
   Value theta = hlo::div(b, hlo::sub(b, aqq, app), hlo::mul(b, hlo::full(b, t, 2), safe));
-  Value root = hlo::unary(b, "stablehlo.sqrt", hlo::add(b, one, hlo::mul(b, theta, theta)));
-  Value tt = hlo::div(b, one, hlo::add(b, hlo::unary(b, "stablehlo.abs", theta), root));
+  Value root = hlo::sqrt(b, hlo::add(b, one, hlo::mul(b, theta, theta)));
+  Value tt = hlo::div(b, one, hlo::add(b, hlo::abs(b, theta), root));
   tt = hlo::select(b, hlo::compare(b, theta, zero, "LT"), hlo::neg(b, tt), tt);
   tt = hlo::select(b, active, tt, zero);
-  Value c = hlo::div(b, one, hlo::unary(b, "stablehlo.sqrt", hlo::add(b, one, hlo::mul(b, tt, tt))));
+  Value c = hlo::div(b, one, hlo::sqrt(b, hlo::add(b, one, hlo::mul(b, tt, tt))));
   return {c, hlo::mul(b, tt, c), tt};
 }
 

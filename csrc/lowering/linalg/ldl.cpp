@@ -36,12 +36,12 @@ Value row(Builder& b, const Value& s, const Value& i) {
   return hlo::reshape(b, hlo::dynamic_slice(b, s, {i, i64(b, 0)}, {1, n}), {n});
 }
 Value bcast(Builder& b, const Value& x, const Shape& shape) { return hlo::broadcast_in_dim(b, x, shape, {}); }
-Value mask_and(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.and", x, y); }
-Value mask_or(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.or", x, y); }
+Value mask_and(Builder& b, const Value& x, const Value& y) { return hlo::and_(b, x, y); }
+Value mask_or(Builder& b, const Value& x, const Value& y) { return hlo::or_(b, x, y); }
 
 // The largest |v[i]| over `mask` (0 when empty) and its first index (LAPACK's i?amax).
 std::pair<Value, Value> abs_max(Builder& b, const Value& v, const Value& mask, int64_t n) {
-  Value a = hlo::select(b, mask, hlo::unary(b, "stablehlo.abs", v), hlo::full(b, v.type, -1));
+  Value a = hlo::select(b, mask, hlo::abs(b, v), hlo::full(b, v.type, -1));
   Value m = reduce::max(b, a, {0});
   Value idx = hlo::iota(b, Type{DType::I64, {n}}, 0);
   Value hit = mask_and(b, mask, hlo::compare(b, a, bcast(b, m, {n}), "EQ"));
@@ -77,11 +77,10 @@ std::vector<Value> ldl_step(Builder& b, const std::vector<Value>& st) {
   Value kb = bcast(b, kc, {n});
   Value zero_s = hlo::constant(b, s.dtype(), 0);
   Value one_s = hlo::constant(b, s.dtype(), 1);
-  Value alpha =
-      hlo::div(b, hlo::add(b, one_s, hlo::unary(b, "stablehlo.sqrt", hlo::constant(b, s.dtype(), 17))),
-               hlo::constant(b, s.dtype(), 8));
+  Value alpha = hlo::div(b, hlo::add(b, one_s, hlo::sqrt(b, hlo::constant(b, s.dtype(), 17))),
+                         hlo::constant(b, s.dtype(), 8));
 
-  Value absakk = hlo::unary(b, "stablehlo.abs", at2(b, s, kc, kc));
+  Value absakk = hlo::abs(b, at2(b, s, kc, kc));
   auto [colmax, imax] = abs_max(b, col(b, s, kc), hlo::compare(b, idx, kb, "GT"), n);
   Value singular = hlo::compare(b, hlo::max(b, absakk, colmax), zero_s, "EQ");
   Value not_imax = hlo::compare(b, idx, bcast(b, imax, {n}), "NE");
@@ -89,8 +88,7 @@ std::vector<Value> ldl_step(Builder& b, const std::vector<Value>& st) {
   Value c1 = hlo::compare(b, absakk, hlo::mul(b, alpha, colmax), "GE");
   Value c2 =
       hlo::compare(b, absakk, hlo::mul(b, hlo::mul(b, alpha, colmax), hlo::div(b, colmax, rowmax)), "GE");
-  Value c3 = hlo::compare(b, hlo::unary(b, "stablehlo.abs", at2(b, s, imax, imax)),
-                          hlo::mul(b, alpha, rowmax), "GE");
+  Value c3 = hlo::compare(b, hlo::abs(b, at2(b, s, imax, imax)), hlo::mul(b, alpha, rowmax), "GE");
   Value keep_k = mask_or(b, singular, mask_or(b, c1, c2));
   Value kp = hlo::select(b, keep_k, kc, imax);
   Value two = hlo::logical_not(b, mask_or(b, keep_k, c3));

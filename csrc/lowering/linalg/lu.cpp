@@ -97,8 +97,7 @@ LuResult lu_factor(Builder& b, const Value& a) {
     Value p1 = hlo::convert(rb, hlo::add(rb, p, hlo::full(rb, p.type, 1)), DType::I32);
     piv = hlo::select(rb, at, spread(rb, p1, piv.shape(), r - 2), piv);
     Value i1 = hlo::convert(rb, hlo::add(rb, i, hlo::constant_int(rb, DType::I64, 1)), DType::I32);
-    Value first =
-        hlo::binary(rb, "stablehlo.and", dz, hlo::compare(rb, info, hlo::full(rb, info.type, 0), "EQ"));
+    Value first = hlo::and_(rb, dz, hlo::compare(rb, info, hlo::full(rb, info.type, 0), "EQ"));
     info = hlo::select(rb, first, scalar_to(rb, i1, info.shape()), info);
     return {lu, piv, info};
   };

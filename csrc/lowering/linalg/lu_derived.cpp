@@ -25,7 +25,7 @@ Value all_zero(ir::Builder& b, const Value& info) {
   std::vector<int64_t> dims;
   for (int i = 0; i < z.rank(); ++i) dims.push_back(i);
   if (dims.empty()) return z;
-  return hlo::reduce(b, z, hlo::constant_int(b, DType::Bool, 1), dims, "stablehlo.and");
+  return hlo::reduce(b, z, hlo::constant_int(b, DType::Bool, 1), dims, hlo::Combiner::And);
 }
 
 // linalg_inv_ex(A, *, check_errors=False) -> (inverse, info)
@@ -97,10 +97,10 @@ std::vector<Value> lower_linalg_slogdet(Ctx& c) {
   Value d = linalg::diagonal(c.b, f.lu);
   int last = d.rank() - 1;
   // sign(d) is d / |d| (0 at 0) for complex d as well; |d| is real, the logabsdet's dtype.
-  Value sgn = hlo::mul(c.b, pivots_sign(c.b, f.pivots, a.dtype()),
-                       reduce::prod(c.b, hlo::unary(c.b, "stablehlo.sign", d), {last}));
-  Value abs = c.b.op1("stablehlo.abs", {d}, hlo::with_dtype(d.type, ir::real_type(d.dtype())));
-  Value logabs = reduce::sum(c.b, hlo::unary(c.b, "stablehlo.log", abs), {last});
+  Value sgn =
+      hlo::mul(c.b, pivots_sign(c.b, f.pivots, a.dtype()), reduce::prod(c.b, hlo::sign(c.b, d), {last}));
+  Value abs = hlo::abs(c.b, d);
+  Value logabs = reduce::sum(c.b, hlo::log(c.b, abs), {last});
   return {sgn, logabs, f.lu, f.pivots};
 }
 

@@ -48,7 +48,7 @@ std::vector<Value> lower_linalg_lu_factor_ex(Ctx& c) {
     std::vector<int64_t> dims;
     for (int i = 0; i < ok.rank(); ++i) dims.push_back(i);
     if (!dims.empty())
-      ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, "stablehlo.and");
+      ok = hlo::reduce(c.b, ok, hlo::constant_int(c.b, DType::Bool, 1), dims, hlo::Combiner::And);
     c.require(ok, "linalg.lu_factor: U[i, i] is zero, the factorization is singular.", CheckError::LinAlg);
   }
   return {f.lu, f.pivots, f.info};

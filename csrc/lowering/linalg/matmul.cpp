@@ -47,7 +47,7 @@ Value add_form(Ctx& c, const Value& prod) {
   if (c.has("alpha")) {
     Value alpha = hlo::convert(c.b, c.tensor("alpha"), acc);
     if (acc == DType::Bool) {
-      p = hlo::binary(c.b, "stablehlo.and", p, hlo::broadcast_to(c.b, alpha, out.shape));
+      p = hlo::and_(c.b, p, hlo::broadcast_to(c.b, alpha, out.shape));
     } else {
       p = hlo::mul(c.b, hlo::broadcast_to(c.b, alpha, out.shape), p);
     }
@@ -59,14 +59,14 @@ Value add_form(Ctx& c, const Value& prod) {
     Value beta_b = hlo::broadcast_to(c.b, beta, out.shape);
     Value zero = hlo::full(c.b, ir::Type{acc, out.shape}, 0);
     if (acc == DType::Bool) {
-      term = hlo::binary(c.b, "stablehlo.and", self, beta_b);
+      term = hlo::and_(c.b, self, beta_b);
     } else {
       Value scaled = hlo::mul(c.b, beta_b, self);
       Value beta_zero = hlo::compare(c.b, beta_b, zero, "EQ");
       term = hlo::select(c.b, beta_zero, zero, scaled);
     }
   }
-  Value sum = acc == DType::Bool ? hlo::binary(c.b, "stablehlo.or", term, p) : hlo::add(c.b, term, p);
+  Value sum = acc == DType::Bool ? hlo::or_(c.b, term, p) : hlo::add(c.b, term, p);
   return hlo::convert(c.b, sum, out.dtype);
 }
 
@@ -170,7 +170,7 @@ std::vector<Value> lower_addr(Ctx& c) {
   Value b = hlo::broadcast_in_dim(c.b, v2, shape, {1});
   if (precision::is_reduced(out.dtype))
     return {addr_reduced(c, hlo::broadcast_to(c.b, a, out.shape), hlo::broadcast_to(c.b, b, out.shape))};
-  Value p = acc == DType::Bool ? hlo::binary(c.b, "stablehlo.and", a, b) : hlo::mul(c.b, a, b);
+  Value p = acc == DType::Bool ? hlo::and_(c.b, a, b) : hlo::mul(c.b, a, b);
   return {add_form(c, p)};
 }
 

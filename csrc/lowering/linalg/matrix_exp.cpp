@@ -31,17 +31,17 @@ std::vector<Value> lower_matrix_exp(Ctx& c) {
   std::vector<int64_t> batch_dims;
   for (int i = 0; i < r - 2; ++i) batch_dims.push_back(i);
 
-  Value col_sums = reduce::sum(b, hlo::unary(b, "stablehlo.abs", a), {r - 2});
+  Value col_sums = reduce::sum(b, hlo::abs(b, a), {r - 2});
   Value norm = reduce::max(b, col_sums, {r - 2});
   Type bt{DType::F64, batch};
-  Value log2n = hlo::div(b, hlo::unary(b, "stablehlo.log", norm), hlo::full(b, bt, std::log(2.0)));
-  Value s = hlo::unary(b, "stablehlo.ceil", log2n);
+  Value log2n = hlo::div(b, hlo::log(b, norm), hlo::full(b, bt, std::log(2.0)));
+  Value s = hlo::ceil(b, log2n);
   // No squaring for small norms (and zero, whose log is -inf); NaN/inf inputs give NaN/inf anyway,
   // and 1100 squarings overflow any finite float64.
   s = hlo::select(b, hlo::compare(b, s, s, "NE"), hlo::full(b, bt, 0), s);
-  s = hlo::binary(b, "stablehlo.maximum", s, hlo::full(b, bt, 0));
-  s = hlo::binary(b, "stablehlo.minimum", s, hlo::full(b, bt, 1100));
-  Value scale = hlo::binary(b, "stablehlo.power", hlo::full(b, bt, 2.0), hlo::neg(b, s));
+  s = hlo::max(b, s, hlo::full(b, bt, 0));
+  s = hlo::min(b, s, hlo::full(b, bt, 1100));
+  Value scale = hlo::power(b, hlo::full(b, bt, 2.0), hlo::neg(b, s));
   a = hlo::mul(b, a, hlo::broadcast_in_dim(b, scale, a.shape(), batch_dims));
 
   Value eye = linalg::eye(b, a.type);

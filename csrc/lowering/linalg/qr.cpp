@@ -87,7 +87,7 @@ Householder geqrf(Builder& b, const Value& a0) {
     Value xnorm2 = reduce::sum(rb, hlo::mul(rb, tail, tail), {r - 2});
     Value zero = hlo::full(rb, alpha.type, 0);
     Value skip = hlo::compare(rb, xnorm2, zero, "EQ");
-    Value norm = hlo::unary(rb, "stablehlo.sqrt", hlo::add(rb, hlo::mul(rb, alpha, alpha), xnorm2));
+    Value norm = hlo::sqrt(rb, hlo::add(rb, hlo::mul(rb, alpha, alpha), xnorm2));
     Value neg = hlo::compare(rb, alpha, zero, "LT");
     Value beta = hlo::select(rb, neg, norm, hlo::neg(rb, norm));
     Value one = hlo::full(rb, alpha.type, 1);

@@ -35,10 +35,9 @@ std::vector<Value> rotate(Builder& b, const Value& w, const Value& v, const Valu
   Type t = alpha.type;
   // Rotate unless the pair is already orthogonal to working precision.
   double eps = w.dtype() == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
-  Value thresh = hlo::mul(b, hlo::full(b, t, eps), hlo::unary(b, "stablehlo.sqrt", hlo::mul(b, alpha, beta)));
-  Value active = hlo::compare(b, hlo::unary(b, "stablehlo.abs", gamma), thresh, "GT");
-  active = hlo::binary(b, "stablehlo.and", active,
-                       hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
+  Value thresh = hlo::mul(b, hlo::full(b, t, eps), hlo::sqrt(b, hlo::mul(b, alpha, beta)));
+  Value active = hlo::compare(b, hlo::abs(b, gamma), thresh, "GT");
+  active = hlo::and_(b, active, hlo::broadcast_in_dim(b, hlo::compare(b, q, p, "GT"), t.shape, {}));
   // The rotation that diagonalizes the Gram block [[alpha, gamma], [gamma, beta]].
   linalg::Rotation r = linalg::rotation(b, alpha, beta, gamma, active);
   return {linalg::rotate_columns(b, w, r, p, q), linalg::rotate_columns(b, v, r, p, q)};
@@ -93,18 +92,13 @@ std::vector<Value> lower_linalg_svd(Ctx& c) {
   };
   std::vector<Value> st = linalg::fori_loop(c.b, k > 1 ? sweeps : 0, {w0, v0}, sweep);
   Value w = st[0], v = st[1];
-  Value norms =
-      hlo::unary(c.b, "stablehlo.sqrt", reduce::sum(c.b, hlo::mul(c.b, w, w), {r - 2}));  // [..., k]
+  Value norms = hlo::sqrt(c.b, reduce::sum(c.b, hlo::mul(c.b, w, w), {r - 2}));  // [..., k]
   // Sort descending by S, carrying the column indices.
   Value idx = hlo::iota(c.b, Type{DType::I64, norms.shape()}, r - 2);
   auto greater = [](Builder& rb, const std::vector<Value>& x) -> std::vector<Value> {
     return {hlo::compare(rb, x[0], x[1], "GT")};
   };
-  std::vector<Value> sorted = c.b.op_with_region(
-      "stablehlo.sort", {norms, idx}, {norms.type, idx.type},
-      "dimension = " + std::to_string(r - 2) + " : i64, is_stable = true",
-      {Type{norms.dtype(), {}}, Type{norms.dtype(), {}}, Type{DType::I64, {}}, Type{DType::I64, {}}},
-      greater);
+  std::vector<Value> sorted = hlo::sort(c.b, {norms, idx}, r - 2, /*stable=*/true, greater);
   Value sv = sorted[0];
   if (!compute_uv) return {hlo::full(c.b, c.out(0), 0), sv, hlo::full(c.b, c.out(2), 0)};
   w = permute_cols(c.b, w, sorted[1]);

@@ -152,7 +152,7 @@ Vs lower_heaviside(Ctx& ctx) {
 Vs lower_sinc(Ctx& ctx) {
   return compute(ctx, {"self"}, [](Builder& b, const Vs& x) {
     Value px = mul_c(b, x[0], M_PI);
-    Value r = hlo::div(b, hlo::unary(b, "stablehlo.sine", px), px);
+    Value r = hlo::div(b, hlo::sin(b, px), px);
     return hlo::select(b, eq(b, x[0], 0), cst(b, r, 1), r);
   });
 }

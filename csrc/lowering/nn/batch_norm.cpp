@@ -69,8 +69,7 @@ Value normalize(Ctx& c, const Value& x, const Value& mean, const Value& invstd, 
 
 Value eval_invstd(Builder& b, const Value& running_var, const Value& eps, DType t) {
   Value v = hlo::convert(b, running_var, t);
-  return hlo::div(b, hlo::full(b, v.type, 1),
-                  hlo::unary(b, "stablehlo.sqrt", hlo::add(b, v, scalar_to(b, eps, t, v.shape()))));
+  return hlo::div(b, hlo::full(b, v.type, 1), hlo::sqrt(b, hlo::add(b, v, scalar_to(b, eps, t, v.shape()))));
 }
 
 // momentum * stat + (1 - momentum) * running, in the running stat's accumulation dtype.
@@ -96,9 +95,8 @@ TrainResult train(Ctx& c, std::string_view mean_arg, std::string_view var_arg, c
   x = hlo::convert(b, x, acc);
   BatchStats s = batch_stats(b, x);
   Value var = hlo::div(b, s.var_sum, hlo::full(b, s.var_sum.type, s.n));
-  Value invstd =
-      hlo::div(b, hlo::full(b, var.type, 1),
-               hlo::unary(b, "stablehlo.sqrt", hlo::add(b, var, scalar_to(b, eps, acc, var.shape()))));
+  Value invstd = hlo::div(b, hlo::full(b, var.type, 1),
+                          hlo::sqrt(b, hlo::add(b, var, scalar_to(b, eps, acc, var.shape()))));
   TrainResult r;
   // CPU's reduced-precision path: a bf16/f16 input whose parameters are not float (is_mixed_type
   // in PyTorch's batch_norm.h). The statistics it returns keep the meta kernel's (float) dtype,
@@ -113,7 +111,7 @@ TrainResult train(Ctx& c, std::string_view mean_arg, std::string_view var_arg, c
     var = round(hlo::div(b, s.var_sum, hlo::full(b, s.var_sum.type, s.n)));
     // In f64 so that XLA's rsqrt (an ulp off at times) is not what gets rounded.
     Value v64 = hlo::convert(b, hlo::add(b, var, scalar_to(b, eps, acc, var.shape())), DType::F64);
-    invstd = round(hlo::convert(b, hlo::unary(b, "stablehlo.rsqrt", v64), acc));
+    invstd = round(hlo::convert(b, hlo::rsqrt(b, v64), acc));
     Value alpha = invstd;
     if (c.has("weight")) alpha = hlo::mul(b, alpha, hlo::convert(b, c.tensor("weight"), acc));
     Value beta = hlo::neg(b, hlo::mul(b, s.mean, alpha));

@@ -36,9 +36,9 @@ Value logsumexp3(ir::Builder& b, const Value& x, const Value& y, const Value& z)
   Value m = hlo::max(b, hlo::max(b, x, y), z);
   Value finite = hlo::compare(b, m, neg_inf(b, m.type), "NE");
   Value safe_m = hlo::select(b, finite, m, hlo::full(b, m.type, 0));
-  auto e = [&](const Value& v) { return hlo::unary(b, "stablehlo.exponential", hlo::sub(b, v, safe_m)); };
+  auto e = [&](const Value& v) { return hlo::exp(b, hlo::sub(b, v, safe_m)); };
   Value s = hlo::add(b, hlo::add(b, e(x), e(y)), e(z));
-  Value r = hlo::add(b, safe_m, hlo::unary(b, "stablehlo.log", s));
+  Value r = hlo::add(b, safe_m, hlo::log(b, s));
   return hlo::select(b, finite, r, m);
 }
 
@@ -112,7 +112,7 @@ Problem setup(Ctx& c, std::string_view lp_arg, std::string_view tg_arg, std::str
   Type ns{DType::I64, {p.n, sp}};
   Value s = hlo::iota(c.b, ns, 1);
   Value one = hlo::full(c.b, ns, 1), two = hlo::full(c.b, ns, 2);
-  Value odd = hlo::compare(c.b, hlo::binary(c.b, "stablehlo.remainder", s, two), one, "EQ");
+  Value odd = hlo::compare(c.b, hlo::rem(c.b, s, two), one, "EQ");
   Value k = hlo::min(c.b, hlo::div(c.b, s, two), hlo::full(c.b, ns, static_cast<double>(w - 1)));
   Value label = idx::gather_elements(c.b, padded, k, 1);
   p.ext = hlo::select(c.b, odd, label, hlo::full(c.b, ns, static_cast<double>(blank)));
@@ -125,7 +125,7 @@ Problem setup(Ctx& c, std::string_view lp_arg, std::string_view tg_arg, std::str
                                  hlo::slice_dim(c.b, p.ext, 1, 0, sp - 2 > 0 ? sp - 2 : 0)},
                                 1);
   if (sp < 2) ext2 = hlo::full(c.b, ns, -1);
-  p.skip = hlo::binary(c.b, "stablehlo.and", not_blank, hlo::compare(c.b, p.ext, ext2, "NE"));
+  p.skip = hlo::and_(c.b, not_blank, hlo::compare(c.b, p.ext, ext2, "NE"));
   Shape tns{p.t, p.n, sp};
   p.emit = idx::gather_elements(c.b, lp, hlo::broadcast_in_dim(c.b, p.ext, tns, {1, 2}), 2);
   p.time_ok = hlo::compare(c.b, hlo::iota(c.b, Type{DType::I64, {p.t, p.n}}, 0),
@@ -138,7 +138,7 @@ Value forward_alpha(ir::Builder& b, const Problem& p) {
   Type ns{p.emit.dtype(), {p.n, p.sp}};
   Value e0 = hlo::reshape(b, hlo::slice_dim(b, p.emit, 0, 0, 1), {p.n, p.sp});
   Value s = hlo::iota(b, Type{DType::I64, {p.n, p.sp}}, 1);
-  Value first = hlo::binary(b, "stablehlo.and", p.valid, hlo::compare(b, s, hlo::full(b, s.type, 1), "LE"));
+  Value first = hlo::and_(b, p.valid, hlo::compare(b, s, hlo::full(b, s.type, 1), "LE"));
   Value a0 = hlo::select(b, first, e0, neg_inf(b, ns));
   Value all = hlo::full(b, p.emit.type, -INFINITY);
   Value zero = hlo::constant(b, DType::I64, 0);
@@ -210,8 +210,8 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
   std::vector<int64_t> last, tlast;
   for (int64_t n = 0; n < p.n; ++n) last.push_back(2 * p.tg_len[n]), tlast.push_back(p.in_len[n] - 1);
   Value last_s = per_row(c.b, last, {p.n, p.sp}, 0);
-  Value ends = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, s, last_s, "LE"),
-                           hlo::compare(c.b, s, hlo::sub(c.b, last_s, hlo::full(c.b, s.type, 1)), "GE"));
+  Value ends = hlo::and_(c.b, hlo::compare(c.b, s, last_s, "LE"),
+                         hlo::compare(c.b, s, hlo::sub(c.b, last_s, hlo::full(c.b, s.type, 1)), "GE"));
   Value t_last = per_row(c.b, tlast, {p.n, p.sp}, 0);
   Value skip_up = hlo::concatenate(c.b,
                                    {hlo::slice_dim(c.b, p.skip, 1, std::min<int64_t>(2, p.sp), p.sp),
@@ -241,35 +241,30 @@ std::vector<Value> lower_ctc_loss_backward(Ctx& c) {
   // into classes with a one-hot matmul.
   Value v = hlo::convert(c.b, hlo::add(c.b, alpha, beta), DType::F64);  // [T, N, S']
   const DType hi = DType::F64;
-  Value m = hlo::reduce(c.b, v, hlo::constant(c.b, hi, -INFINITY), {2}, "stablehlo.maximum");
+  Value m = hlo::reduce(c.b, v, hlo::constant(c.b, hi, -INFINITY), {2}, hlo::Combiner::Max);
   Value finite = hlo::compare(c.b, m, neg_inf(c.b, m.type), "NE");
   m = hlo::select(c.b, finite, m, hlo::full(c.b, m.type, 0));
-  Value ev = hlo::unary(c.b, "stablehlo.exponential",
-                        hlo::sub(c.b, v, hlo::broadcast_in_dim(c.b, m, v.shape(), {0, 1})));
+  Value ev = hlo::exp(c.b, hlo::sub(c.b, v, hlo::broadcast_in_dim(c.b, m, v.shape(), {0, 1})));
   Value cls = hlo::iota(c.b, Type{DType::I64, {p.n, p.sp, p.c}}, 2);
   Value onehot = hlo::convert(
       c.b,
-      hlo::binary(c.b, "stablehlo.and",
-                  hlo::compare(c.b, hlo::broadcast_in_dim(c.b, p.ext, cls.shape(), {0, 1}), cls, "EQ"),
-                  hlo::broadcast_in_dim(c.b, p.valid, cls.shape(), {0, 1})),
+      hlo::and_(c.b, hlo::compare(c.b, hlo::broadcast_in_dim(c.b, p.ext, cls.shape(), {0, 1}), cls, "EQ"),
+                hlo::broadcast_in_dim(c.b, p.valid, cls.shape(), {0, 1})),
       hi);
   // [N, T, S'] x [N, S', C] -> [N, T, C]
   Value sums = hlo::dot_general(c.b, hlo::transpose(c.b, ev, {1, 0, 2}), onehot, {0}, {0}, {2}, {1}, hi);
   sums = hlo::transpose(c.b, sums, {1, 0, 2});  // [T, N, C]
   Shape tnc{p.t, p.n, p.c};
-  Value lcab =
-      hlo::add(c.b, hlo::unary(c.b, "stablehlo.log", sums), hlo::broadcast_in_dim(c.b, m, tnc, {0, 1}));
+  Value lcab = hlo::add(c.b, hlo::log(c.b, sums), hlo::broadcast_in_dim(c.b, m, tnc, {0, 1}));
   Value nll_b = hlo::broadcast_in_dim(c.b, nll, tnc, {1});
   Value lp = hlo::convert(c.b, p.lp, hi);
-  Value grad =
-      hlo::sub(c.b, hlo::unary(c.b, "stablehlo.exponential", lp),
-               hlo::unary(c.b, "stablehlo.exponential", hlo::sub(c.b, hlo::add(c.b, lcab, nll_b), lp)));
+  Value grad = hlo::sub(c.b, hlo::exp(c.b, lp), hlo::exp(c.b, hlo::sub(c.b, hlo::add(c.b, lcab, nll_b), lp)));
   Value gout = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("grad"), hi), {p.n});
   grad = hlo::mul(c.b, grad, hlo::broadcast_in_dim(c.b, gout, tnc, {1}));
   Value keep = hlo::broadcast_in_dim(c.b, p.time_ok, tnc, {0, 1});
   if (zero_infinity) {
     Value fin = hlo::compare(c.b, nll, hlo::full(c.b, nll.type, INFINITY), "NE");
-    keep = hlo::binary(c.b, "stablehlo.and", keep, hlo::broadcast_in_dim(c.b, fin, tnc, {1}));
+    keep = hlo::and_(c.b, keep, hlo::broadcast_in_dim(c.b, fin, tnc, {1}));
   }
   grad = hlo::select(c.b, keep, grad, hlo::full(c.b, grad.type, 0));
   return {hlo::reshape(c.b, hlo::convert(c.b, grad, c.out().dtype), c.out().shape)};

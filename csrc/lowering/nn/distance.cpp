@@ -20,23 +20,23 @@ using ir::Value;
 // d = a - b over the last dimension -> the p-norm over it.
 Value norm_of_differences(Builder& b, const Value& d, double p) {
   const int64_t last = d.rank() - 1;
-  Value a = hlo::unary(b, "stablehlo.abs", d);
+  Value a = hlo::abs(b, d);
   if (p == 0)
     return reduce::sum(b, hlo::convert(b, hlo::compare(b, a, hlo::scalar_like(b, a, 0), "NE"), d.dtype()),
                        {last});
   if (std::isinf(p)) return reduce::max(b, a, {last});
   if (p == 1) return reduce::sum(b, a, {last});
-  if (p == 2) return hlo::unary(b, "stablehlo.sqrt", reduce::sum(b, hlo::mul(b, d, d), {last}));
-  Value s = reduce::sum(b, hlo::binary(b, "stablehlo.power", a, hlo::scalar_like(b, a, p)), {last});
-  return hlo::binary(b, "stablehlo.power", s, hlo::scalar_like(b, s, 1.0 / p));
+  if (p == 2) return hlo::sqrt(b, reduce::sum(b, hlo::mul(b, d, d), {last}));
+  Value s = reduce::sum(b, hlo::power(b, a, hlo::scalar_like(b, a, p)), {last});
+  return hlo::power(b, s, hlo::scalar_like(b, s, 1.0 / p));
 }
 
 // The derivative of the distance `dist` with respect to a, per coordinate of d = a - b (dist
 // broadcast to d's shape), with CPU's convention that pairs at distance 0 contribute nothing.
 Value distance_gradient(Builder& b, const Value& d, const Value& dist, double p) {
   Value zero = hlo::scalar_like(b, d, 0);
-  Value sign = hlo::unary(b, "stablehlo.sign", d);
-  Value a = hlo::unary(b, "stablehlo.abs", d);
+  Value sign = hlo::sign(b, d);
+  Value a = hlo::abs(b, d);
   Value g;
   if (p == 0) return zero;
   if (p == 1) {
@@ -47,13 +47,12 @@ Value distance_gradient(Builder& b, const Value& d, const Value& dist, double p)
     g = hlo::div(b, d, dist);
   } else if (p < 2) {
     Value pm1 = hlo::scalar_like(b, d, p - 1);
-    g = hlo::div(b, hlo::mul(b, sign, hlo::binary(b, "stablehlo.power", a, pm1)),
-                 hlo::binary(b, "stablehlo.power", dist, pm1));
+    g = hlo::div(b, hlo::mul(b, sign, hlo::power(b, a, pm1)), hlo::power(b, dist, pm1));
     // |d|^(p-1) is inf at d = 0 for p < 1; CPU counts those coordinates as 0.
     g = hlo::select(b, hlo::compare(b, d, zero, "EQ"), zero, g);
   } else {
-    g = hlo::div(b, hlo::mul(b, d, hlo::binary(b, "stablehlo.power", a, hlo::scalar_like(b, d, p - 2))),
-                 hlo::binary(b, "stablehlo.power", dist, hlo::scalar_like(b, d, p - 1)));
+    g = hlo::div(b, hlo::mul(b, d, hlo::power(b, a, hlo::scalar_like(b, d, p - 2))),
+                 hlo::power(b, dist, hlo::scalar_like(b, d, p - 1)));
   }
   return hlo::select(b, hlo::compare(b, dist, zero, "EQ"), zero, g);
 }
@@ -107,7 +106,7 @@ std::vector<Value> lower_cdist_forward(Ctx& c) {
     for (int64_t i = 0; i < n; ++i) bd.push_back(i);
     Value sq =
         hlo::dot_general(b, augmented(x1, true), augmented(x2, false), bd, bd, {n + 1}, {n + 1}, out.dtype);
-    return {hlo::unary(b, "stablehlo.sqrt", hlo::max(b, sq, hlo::scalar_like(b, sq, 0)))};
+    return {hlo::sqrt(b, hlo::max(b, sq, hlo::scalar_like(b, sq, 0)))};
   }
   return {norm_of_differences(b, differences(b, x1, x2, batch), p)};
 }

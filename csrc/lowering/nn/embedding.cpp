@@ -52,7 +52,7 @@ std::vector<Value> lower_embedding_dense_backward(Ctx& c) {
     // kernel's `add_(grad[i], 1.0 / count)`, computed in opmath).
     Value ones = hlo::full(c.b, ir::Type{DType::I64, {n}}, 1);
     Value counts = idx::scatter_along(c.b, hlo::full(c.b, ir::Type{DType::I64, {num_weights}}, 0), 0, ind,
-                                      ones, "stablehlo.add");
+                                      ones, hlo::Combiner::Add);
     idx::GatherDims d;
     d.collapsed_slice_dims = {0};
     d.start_index_map = {0};
@@ -85,27 +85,26 @@ std::vector<Value> lower_embedding_renorm(Ctx& c) {
   idx::require_in_range(c, c.tensor("indices"), rows, false, "index out of range in self");
   DType opmath = compute_dtype(self.dtype());
   Value x = hlo::convert(c.b, hlo::reshape(c.b, self, {rows, dim}), opmath);
-  Value a = hlo::unary(c.b, "stablehlo.abs", x);
+  Value a = hlo::abs(c.b, x);
   Value zero = hlo::constant(c.b, opmath, 0);
   Value norm;
   if (std::isinf(p)) {
-    norm = hlo::reduce(c.b, a, zero, {1}, "stablehlo.maximum");
+    norm = hlo::reduce(c.b, a, zero, {1}, hlo::Combiner::Max);
   } else if (p == 1) {
-    norm = hlo::reduce(c.b, a, zero, {1}, "stablehlo.add");
+    norm = hlo::reduce(c.b, a, zero, {1}, hlo::Combiner::Add);
   } else if (p == 2) {
-    norm =
-        hlo::unary(c.b, "stablehlo.sqrt", hlo::reduce(c.b, hlo::mul(c.b, a, a), zero, {1}, "stablehlo.add"));
+    norm = hlo::sqrt(c.b, hlo::reduce(c.b, hlo::mul(c.b, a, a), zero, {1}, hlo::Combiner::Add));
   } else {
-    Value pw = hlo::binary(c.b, "stablehlo.power", a, hlo::full(c.b, a.type, p));
-    Value s = hlo::reduce(c.b, pw, zero, {1}, "stablehlo.add");
-    norm = hlo::binary(c.b, "stablehlo.power", s, hlo::full(c.b, s.type, 1.0 / p));
+    Value pw = hlo::power(c.b, a, hlo::full(c.b, a.type, p));
+    Value s = hlo::reduce(c.b, pw, zero, {1}, hlo::Combiner::Add);
+    norm = hlo::power(c.b, s, hlo::full(c.b, s.type, 1.0 / p));
   }
   // Which rows are referenced at all.
   Value ind = hlo::reshape(c.b, hlo::convert(c.b, c.tensor("indices"), DType::I64), {n});
   Value hit = idx::scatter_along(c.b, hlo::full(c.b, ir::Type{DType::I64, {rows}}, 0), 0, ind,
-                                 hlo::full(c.b, ir::Type{DType::I64, {n}}, 1), "stablehlo.maximum");
-  Value over = hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, hit, hlo::full(c.b, hit.type, 0), "GT"),
-                           hlo::compare(c.b, norm, hlo::full(c.b, norm.type, max_norm), "GT"));
+                                 hlo::full(c.b, ir::Type{DType::I64, {n}}, 1), hlo::Combiner::Max);
+  Value over = hlo::and_(c.b, hlo::compare(c.b, hit, hlo::full(c.b, hit.type, 0), "GT"),
+                         hlo::compare(c.b, norm, hlo::full(c.b, norm.type, max_norm), "GT"));
   Value factor = hlo::div(c.b, hlo::full(c.b, norm.type, max_norm),
                           hlo::add(c.b, norm, hlo::full(c.b, norm.type, 1e-7)));
   factor = hlo::select(c.b, over, factor, hlo::full(c.b, norm.type, 1));

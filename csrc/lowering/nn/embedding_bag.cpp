@@ -67,7 +67,7 @@ Value offset_to_bag(ir::Builder& b, const Value& offsets, int64_t n, int64_t k) 
   Value pos = hlo::iota(b, Type{DType::I64, {n, k - 1}}, 0);
   Value le = hlo::compare(b, hlo::broadcast_in_dim(b, starts, {n, k - 1}, {1}), pos, "LE");
   Value ones = hlo::convert(b, le, DType::I64);
-  return hlo::reduce(b, ones, hlo::constant(b, DType::I64, 0), {1}, "stablehlo.add");
+  return hlo::reduce(b, ones, hlo::constant(b, DType::I64, 0), {1}, hlo::Combiner::Add);
 }
 
 // True where index i is part of some bag and is not the padding index.
@@ -75,7 +75,7 @@ Value used_mask(ir::Builder& b, const Value& ind, const Value& bag, int64_t num_
   Value in_bag = hlo::compare(b, bag, hlo::full(b, bag.type, static_cast<double>(num_bags)), "LT");
   if (padding_idx < 0) return in_bag;
   Value not_pad = hlo::compare(b, ind, hlo::full(b, ind.type, static_cast<double>(padding_idx)), "NE");
-  return hlo::binary(b, "stablehlo.and", in_bag, not_pad);
+  return hlo::and_(b, in_bag, not_pad);
 }
 
 // _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
@@ -106,7 +106,7 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
 
   // Non-padding entries per bag (bag_size has K entries; those past num_bags stay 0).
   Value counts = idx::scatter_along(c.b, hlo::full(c.b, Type{DType::I64, {k}}, 0), 0, bag_c,
-                                    hlo::convert(c.b, used, DType::I64), "stablehlo.add");
+                                    hlo::convert(c.b, used, DType::I64), hlo::Combiner::Add);
   Value counts_b = hlo::slice_dim(c.b, counts, 0, 0, num_bags);
   Value empty = bcast_rows(c.b, hlo::compare(c.b, counts_b, hlo::full(c.b, counts_b.type, 0), "EQ"), dim);
   Type bags_acc{acc, {num_bags, dim}};
@@ -117,16 +117,16 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
     Value lowest = hlo::full(c.b, rows.type, -INFINITY);
     Value cand = hlo::select(c.b, used_rows, rows, lowest);
     Value best =
-        idx::scatter_along(c.b, hlo::full(c.b, bags_acc, -INFINITY), 0, bag_c, cand, "stablehlo.maximum");
+        idx::scatter_along(c.b, hlo::full(c.b, bags_acc, -INFINITY), 0, bag_c, cand, hlo::Combiner::Max);
     // The first position reaching the maximum names the weight row (PyTorch keeps the first).
     Value best_at = take_rows(c.b, best, bag_c);
-    Value hit = hlo::binary(c.b, "stablehlo.and", used_rows, hlo::compare(c.b, cand, best_at, "EQ"));
+    Value hit = hlo::and_(c.b, used_rows, hlo::compare(c.b, cand, best_at, "EQ"));
     Type pos_t{DType::I64, {n, dim}};
     Value pos =
         hlo::select(c.b, hit, hlo::iota(c.b, pos_t, 0), hlo::full(c.b, pos_t, static_cast<double>(n)));
     Value first =
         idx::scatter_along(c.b, hlo::full(c.b, Type{DType::I64, {num_bags, dim}}, static_cast<double>(n)), 0,
-                           bag_c, pos, "stablehlo.minimum");
+                           bag_c, pos, hlo::Combiner::Min);
     Value found = hlo::compare(c.b, first, hlo::full(c.b, first.type, static_cast<double>(n)), "LT");
     Value row = take(c.b, ind, clamp_index(c.b, first, n));
     max_indices =
@@ -134,7 +134,7 @@ std::vector<Value> lower_embedding_bag(Ctx& c) {
     out = hlo::select(c.b, empty, hlo::full(c.b, bags_acc, 0), best);
   } else {
     Value masked = hlo::select(c.b, used_rows, rows, hlo::full(c.b, rows.type, 0));
-    out = idx::scatter_along(c.b, hlo::full(c.b, bags_acc, 0), 0, bag_c, masked, "stablehlo.add");
+    out = idx::scatter_along(c.b, hlo::full(c.b, bags_acc, 0), 0, bag_c, masked, hlo::Combiner::Add);
     if (mode == kModeMean) {
       Value denom = hlo::convert(c.b, hlo::max(c.b, counts_b, hlo::full(c.b, counts_b.type, 1)), acc);
       out = hlo::div(c.b, out, bcast_rows(c.b, denom, dim));
@@ -165,7 +165,7 @@ std::vector<Value> lower_embedding_bag_backward(Ctx& c) {
     Value found = hlo::compare(c.b, mi, hlo::full(c.b, mi.type, 0), "GE");
     Value g = hlo::select(c.b, found, grad, hlo::full(c.b, grad.type, 0));
     Value r = idx::scatter_elements(c.b, hlo::full(c.b, table, 0), clamp_index(c.b, mi, num_weights), 0, g,
-                                    "stablehlo.add");
+                                    hlo::Combiner::Add);
     return {hlo::convert(c.b, r, out.dtype)};
   }
 
@@ -186,12 +186,12 @@ std::vector<Value> lower_embedding_bag_backward(Ctx& c) {
   Value ind_c = clamp_index(c.b, ind, num_weights);
   if (scale) {
     Value freq = idx::scatter_along(c.b, hlo::full(c.b, Type{DType::I64, {num_weights}}, 0), 0, ind_c,
-                                    hlo::full(c.b, Type{DType::I64, {n}}, 1), "stablehlo.add");
+                                    hlo::full(c.b, Type{DType::I64, {n}}, 1), hlo::Combiner::Add);
     factor = hlo::div(c.b, factor, hlo::convert(c.b, take(c.b, freq, ind_c), acc));
   }
   factor = hlo::select(c.b, used, factor, hlo::full(c.b, factor.type, 0));
   rows = hlo::mul(c.b, rows, bcast_rows(c.b, factor, dim));
-  Value r = idx::scatter_along(c.b, hlo::full(c.b, table, 0), 0, ind_c, rows, "stablehlo.add");
+  Value r = idx::scatter_along(c.b, hlo::full(c.b, table, 0), 0, ind_c, rows, hlo::Combiner::Add);
   return {hlo::convert(c.b, r, out.dtype)};
 }
 
@@ -209,7 +209,7 @@ std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
   Value used = used_mask(c.b, ind, bag, num_bags, padding_idx);
   Value g = take_rows(c.b, hlo::convert(c.b, grad_v, acc), clamp_index(c.b, bag, num_bags));
   Value w = hlo::convert(c.b, take_rows(c.b, weight, clamp_index(c.b, ind, weight.shape()[0])), acc);
-  Value dot = hlo::reduce(c.b, hlo::mul(c.b, g, w), hlo::constant(c.b, acc, 0), {1}, "stablehlo.add");
+  Value dot = hlo::reduce(c.b, hlo::mul(c.b, g, w), hlo::constant(c.b, acc, 0), {1}, hlo::Combiner::Add);
   dot = hlo::select(c.b, used, dot, hlo::full(c.b, dot.type, 0));
   return {hlo::convert(c.b, dot, c.out().dtype)};
 }

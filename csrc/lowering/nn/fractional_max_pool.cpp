@@ -111,7 +111,7 @@ std::vector<Value> lower_fractional_max_pool_backward(Ctx& c) {
   g = hlo::reshape(b, g, {n, ch, out_plane});
   Value at = hlo::reshape(b, c.tensor("indices"), {n, ch, out_plane});
   Value zeros = hlo::full(b, Type{g.dtype(), {n, ch, plane}}, 0);
-  Value r = idx::scatter_elements(b, zeros, at, 2, g, "stablehlo.add");
+  Value r = idx::scatter_elements(b, zeros, at, 2, g, hlo::Combiner::Add);
   return {hlo::convert(b, hlo::reshape(b, r, out.shape), out.dtype)};
 }
 

@@ -49,8 +49,7 @@ Value c_like(Builder& b, const Value& like, double v) { return hlo::full(b, like
 Coord clip(Builder& b, const Coord& in, int64_t size) {
   Value lo = c_like(b, in.x, 0), hi = c_like(b, in.x, static_cast<double>(size - 1));
   Value x = hlo::min(b, hi, hlo::max(b, in.x, lo));
-  Value inside =
-      hlo::binary(b, "stablehlo.and", hlo::compare(b, in.x, lo, "GT"), hlo::compare(b, in.x, hi, "LT"));
+  Value inside = hlo::and_(b, hlo::compare(b, in.x, lo, "GT"), hlo::compare(b, in.x, hi, "LT"));
   return {x, hlo::select(b, inside, in.grad, c_like(b, in.x, 0))};
 }
 
@@ -61,12 +60,11 @@ Coord reflect(Builder& b, const Coord& in, int64_t twice_low, int64_t twice_high
   Value u = hlo::sub(b, in.x, c_like(b, in.x, lo));
   Value neg = hlo::compare(b, u, c_like(b, u, 0), "LT");
   Value sign = hlo::select(b, neg, c_like(b, u, -1), c_like(b, u, 1));
-  u = hlo::unary(b, "stablehlo.abs", u);
+  u = hlo::abs(b, u);
   Value spanv = c_like(b, u, span);
-  Value extra = hlo::binary(b, "stablehlo.remainder", u, spanv);
-  Value flips = hlo::unary(b, "stablehlo.floor", hlo::div(b, u, spanv));
-  Value even =
-      hlo::compare(b, hlo::binary(b, "stablehlo.remainder", flips, c_like(b, u, 2)), c_like(b, u, 0), "EQ");
+  Value extra = hlo::rem(b, u, spanv);
+  Value flips = hlo::floor(b, hlo::div(b, u, spanv));
+  Value even = hlo::compare(b, hlo::rem(b, flips, c_like(b, u, 2)), c_like(b, u, 0), "EQ");
   Value x = hlo::select(b, even, hlo::add(b, extra, c_like(b, u, lo)),
                         hlo::add(b, hlo::sub(b, spanv, extra), c_like(b, u, lo)));
   Value g = hlo::select(b, even, sign, hlo::neg(b, sign));
@@ -149,7 +147,7 @@ DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t pad
   Coord u = unnormalize(b, g, size, align, two_d);
   if (mode == kBicubic) {
     d.mult = u.grad;
-    Value f = hlo::unary(b, "stablehlo.floor", u.x);
+    Value f = hlo::floor(b, u.x);
     cubic_weights(b, hlo::sub(b, u.x, f), d.w, d.dw);
     for (int k = 0; k < 4; ++k) {
       Coord tap{hlo::add(b, f, c_like(b, f, k - 1)), c_like(b, f, 0)};
@@ -160,12 +158,12 @@ DimTaps dim_taps(Builder& b, const Value& g, int64_t size, int mode, int64_t pad
   Coord s = compute_coordinates(b, u, size, padding, align);
   d.mult = s.grad;
   if (mode == kNearest) {
-    d.at = {hlo::unary(b, "stablehlo.round_nearest_even", s.x)};
+    d.at = {hlo::round_nearest_even(b, s.x)};
     d.w = {c_like(b, s.x, 1)};
     d.dw = {c_like(b, s.x, 0)};
     return d;
   }
-  Value f = hlo::unary(b, "stablehlo.floor", s.x);
+  Value f = hlo::floor(b, s.x);
   Value f1 = hlo::add(b, f, c_like(b, f, 1));
   d.at = {f, f1};
   Value t = hlo::sub(b, s.x, f);
@@ -231,8 +229,8 @@ Gathered locate(Builder& b, const Sampler& s, const std::vector<int>& tap) {
   for (int k = 0; k < s.n; ++k) {
     const Value& at = s.dims[k].at[tap[k]];
     Value lo = c_like(b, at, 0), hi = c_like(b, at, static_cast<double>(s.in_spatial[k] - 1));
-    Value ok = hlo::binary(b, "stablehlo.and", hlo::compare(b, at, lo, "GE"), hlo::compare(b, at, hi, "LE"));
-    mask = k == 0 ? ok : hlo::binary(b, "stablehlo.and", mask, ok);
+    Value ok = hlo::and_(b, hlo::compare(b, at, lo, "GE"), hlo::compare(b, at, hi, "LE"));
+    mask = k == 0 ? ok : hlo::and_(b, mask, ok);
     // NaN coordinates fail `ok`; clamp them (and everything else) into range for the gather.
     Value clamped = hlo::select(b, ok, at, lo);
     parts.push_back(hlo::reshape(b, hlo::convert(b, clamped, DType::I64), col));
@@ -442,7 +440,7 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
       d.scatter_dims_to_operand_dims.push_back(k);
     }
     d.index_vector_dim = orank + 1;
-    Value gx = idx::scatter(b, hlo::full(b, Type{t, xs}, 0), ind, upd, d, "stablehlo.add");
+    Value gx = idx::scatter(b, hlo::full(b, Type{t, xs}, 0), ind, upd, d, hlo::Combiner::Add);
     // [N, S..., C] -> [N, C, S...]
     std::vector<int64_t> back = {0, s.n + 1};
     for (int k = 1; k <= s.n; ++k) back.push_back(k);

@@ -34,10 +34,10 @@ Stats stats(Builder& b, const Value& x, const std::vector<int64_t>& dims, const 
   Value e = hlo::broadcast_in_dim(b, hlo::convert(b, eps, var.dtype()), var.shape(), {});
   Value ve = hlo::add(b, var, e);
   if (cpu_rsqrt) {
-    Value r = hlo::unary(b, "stablehlo.rsqrt", hlo::convert(b, ve, DType::F64));
+    Value r = hlo::rsqrt(b, hlo::convert(b, ve, DType::F64));
     return {mean, hlo::convert(b, r, ve.dtype())};
   }
-  return {mean, hlo::unary(b, "stablehlo.rsqrt", ve)};
+  return {mean, hlo::rsqrt(b, ve)};
 }
 
 std::vector<int64_t> range(int64_t lo, int64_t hi) {

@@ -89,13 +89,13 @@ std::vector<Value> lower_bce(Ctx& c) {
   Shape s = loss_shape(c, {"self", "target", "weight"});
   Value x = arg_as(c, "self", acc, s), t = arg_as(c, "target", acc, s);
   // As on CPU, inputs must be probabilities (NaN fails the check too).
-  Value in_01 = hlo::binary(b, "stablehlo.and", hlo::compare(b, x, scalar(b, x, 0), "GE"),
-                            hlo::compare(b, x, scalar(b, x, 1), "LE"));
+  Value in_01 =
+      hlo::and_(b, hlo::compare(b, x, scalar(b, x, 0), "GE"), hlo::compare(b, x, scalar(b, x, 1), "LE"));
   c.require(reduce::prod(b, in_01, reduce::dims_or_all({}, in_01.rank())),
             "all elements of input should be between 0 and 1");
   Value lo = scalar(b, x, -100);
-  Value log1m = hlo::max(b, hlo::unary(b, "stablehlo.log_plus_one", hlo::neg(b, x)), lo);
-  Value logx = hlo::max(b, hlo::unary(b, "stablehlo.log", x), lo);
+  Value log1m = hlo::max(b, hlo::log1p(b, hlo::neg(b, x)), lo);
+  Value logx = hlo::max(b, hlo::log(b, x), lo);
   Value loss = hlo::sub(b, hlo::mul(b, hlo::sub(b, t, scalar(b, t, 1)), log1m), hlo::mul(b, t, logx));
   if (c.has("weight")) {
     // The CPU kernel multiplies the rounded loss by the weight (loss.mul_(weight)).
@@ -129,10 +129,7 @@ std::vector<Value> lower_bce_with_logits(Ctx& c) {
   Shape s = loss_shape(c, {"self", "target", "weight", "pos_weight"});
   Value x = arg_as(c, "self", acc, s), t = arg_as(c, "target", acc, s);
   Value zero = scalar(b, x, 0), one = scalar(b, x, 1);
-  Value ls = r(hlo::sub(
-      b, hlo::min(b, x, zero),
-      hlo::unary(b, "stablehlo.log_plus_one",
-                 hlo::unary(b, "stablehlo.exponential", hlo::neg(b, hlo::unary(b, "stablehlo.abs", x))))));
+  Value ls = r(hlo::sub(b, hlo::min(b, x, zero), hlo::log1p(b, hlo::exp(b, hlo::neg(b, hlo::abs(b, x))))));
   if (c.has("pos_weight")) {
     Value pw = arg_as(c, "pos_weight", acc, s);
     ls = r(hlo::mul(b, ls, r(hlo::add(b, r(hlo::mul(b, r(hlo::sub(b, pw, one)), t)), one))));
@@ -154,8 +151,7 @@ std::vector<Value> lower_smooth_l1(Ctx& c) {
   Builder& b = c.b;
   DType acc = compute_dtype(c.out().dtype);
   Shape s = loss_shape(c, {"self", "target"});
-  Value z =
-      hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
+  Value z = hlo::abs(b, hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
   Value beta = runtime_scalar(c, "beta", z);
   Value half = scalar(b, z, 0.5);
   Value quad = hlo::div(b, hlo::mul(b, half, hlo::mul(b, z, z)), beta);
@@ -169,8 +165,7 @@ std::vector<Value> lower_huber(Ctx& c) {
   Builder& b = c.b;
   DType acc = compute_dtype(c.out().dtype);
   Shape s = loss_shape(c, {"self", "target"});
-  Value z =
-      hlo::unary(b, "stablehlo.abs", hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
+  Value z = hlo::abs(b, hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
   Value delta = runtime_scalar(c, "delta", z);
   Value half = scalar(b, z, 0.5);
   Value quad = hlo::mul(b, half, hlo::mul(b, z, z));
@@ -220,14 +215,14 @@ NllTerms nll_terms(Ctx& c, const Value& self, const Value& target, std::string_v
   Value valid = hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(ignore)), "NE");
   // Targets other than ignore_index must name a class (the CPU kernel raises IndexError).
   Value in_range =
-      hlo::binary(b, "stablehlo.and", hlo::compare(b, tgt, hlo::scalar_like(b, tgt, 0), "GE"),
-                  hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(self.dim(cd))), "LT"));
-  Value ok = hlo::binary(b, "stablehlo.or", in_range, hlo::logical_not(b, valid));
+      hlo::and_(b, hlo::compare(b, tgt, hlo::scalar_like(b, tgt, 0), "GE"),
+                hlo::compare(b, tgt, hlo::scalar_like(b, tgt, static_cast<double>(self.dim(cd))), "LT"));
+  Value ok = hlo::or_(b, in_range, hlo::logical_not(b, valid));
   c.require(reduce::prod(b, ok, reduce::dims_or_all({}, ok.rank())), "Target is out of bounds.",
             CheckError::Index);
   Value classes = hlo::iota(b, ir::Type{DType::I64, self.shape()}, cd);
   Value hit = hlo::compare(b, classes, hlo::broadcast_in_dim(b, tgt, self.shape(), other), "EQ");
-  hit = hlo::binary(b, "stablehlo.and", hit, hlo::broadcast_in_dim(b, valid, self.shape(), other));
+  hit = hlo::and_(b, hit, hlo::broadcast_in_dim(b, valid, self.shape(), other));
   Value w;
   if (c.has(weight_arg)) {
     // weight[target] by the same one-hot mask (no gather, and no out-of-range reads for

@@ -30,7 +30,7 @@ Value as_2d(Builder& b, const Value& x) {
 
 Value zeros_like(Builder& b, const Value& v) { return hlo::full(b, v.type, 0); }
 
-Value and_(Builder& b, const Value& x, const Value& y) { return hlo::binary(b, "stablehlo.and", x, y); }
+Value and_(Builder& b, const Value& x, const Value& y) { return hlo::and_(b, x, y); }
 
 // per-sample losses [N] reduced as `reduction` asks, in the output's dtype and shape.
 Value reduce_samples(Ctx& c, const Value& per_sample, int64_t reduction) {
@@ -138,7 +138,7 @@ MultiLabel multilabel_terms(Ctx& c, std::string_view self_arg, std::string_view 
   Value first = reduce::min(b, hlo::select(b, neg, pos, hlo::full(b, it, static_cast<double>(k))), {1});
   Value valid = hlo::compare(b, pos, hlo::broadcast_in_dim(b, first, {n, k}, {0}), "LT");
   Value in_range = hlo::compare(b, tgt, hlo::full(b, it, static_cast<double>(k)), "LT");
-  c.require(reduce::prod(b, hlo::binary(b, "stablehlo.or", hlo::logical_not(b, valid), in_range), {0, 1}),
+  c.require(reduce::prod(b, hlo::or_(b, hlo::logical_not(b, valid), in_range), {0, 1}),
             "target out of range");
   Shape s3 = {n, k, k};
   Value classes = hlo::iota(b, Type{DType::I64, s3}, 2);

@@ -129,13 +129,12 @@ std::vector<Value> max_pair(Builder& rb, const std::vector<Value>& a) {
   Value tie = hlo::compare(rb, av, bv, "EQ");
   Value a_nan = hlo::compare(rb, av, av, "NE");
   Value b_nan = hlo::compare(rb, bv, bv, "NE");
-  Value both_nan = hlo::binary(rb, "stablehlo.and", a_nan, b_nan);
-  a_wins = hlo::binary(rb, "stablehlo.or", a_wins,
-                       hlo::binary(rb, "stablehlo.and", a_nan, hlo::logical_not(rb, b_nan)));
+  Value both_nan = hlo::and_(rb, a_nan, b_nan);
+  a_wins = hlo::or_(rb, a_wins, hlo::and_(rb, a_nan, hlo::logical_not(rb, b_nan)));
   Value a_first = hlo::compare(rb, ai, bi, "LT");
   // Ties: the smaller index; two NaNs: the larger one.
   Value pick_a_on_tie = hlo::select(rb, both_nan, hlo::logical_not(rb, a_first), a_first);
-  Value tied = hlo::binary(rb, "stablehlo.or", tie, both_nan);
+  Value tied = hlo::or_(rb, tie, both_nan);
   Value pick_a = hlo::select(rb, tied, pick_a_on_tie, a_wins);
   return {hlo::select(rb, pick_a, av, bv), hlo::select(rb, pick_a, ai, bi)};
 }
@@ -159,7 +158,7 @@ Value scatter_to_indices(Builder& b, const Value& gy, const Value& indices, cons
   dims.scatter_dims_to_operand_dims = {0};
   dims.index_vector_dim = 1;
   Value zeros = hlo::full(b, Type{gy.dtype(), {bsz * plane}}, 0);
-  return hlo::reshape(b, idx::scatter(b, zeros, flat_idx, updates, dims, "stablehlo.add"), in);
+  return hlo::reshape(b, idx::scatter(b, zeros, flat_idx, updates, dims, hlo::Combiner::Add), in);
 }
 
 // --- max pooling ---------------------------------------------------------------------------
@@ -304,8 +303,7 @@ Value window_matrix(Builder& b, int64_t in, int64_t out, DType t) {
   Value pos = hlo::iota(b, Type{DType::I64, s}, 1);
   Value st = hlo::broadcast_in_dim(b, hlo::i64_vector(b, starts), s, {0});
   Value en = hlo::broadcast_in_dim(b, hlo::i64_vector(b, ends), s, {0});
-  Value inside =
-      hlo::binary(b, "stablehlo.and", hlo::compare(b, pos, st, "GE"), hlo::compare(b, pos, en, "LT"));
+  Value inside = hlo::and_(b, hlo::compare(b, pos, st, "GE"), hlo::compare(b, pos, en, "LT"));
   return hlo::convert(b, inside, t);
 }
 

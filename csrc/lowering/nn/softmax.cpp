@@ -36,7 +36,7 @@ std::vector<Value> lower_softmax(Ctx& c) {
   Value x = in_acc(c, "self");
   int64_t dim = dim_of(c, "dim", c.tensor("self").rank());
   if (x.dim(dim) == 0) return {finish(c, x)};
-  Value e = hlo::unary(b, "stablehlo.exponential", shifted(b, x, dim));
+  Value e = hlo::exp(b, shifted(b, x, dim));
   Value s = reduce::sum(b, e, {dim});
   return {finish(c, hlo::div(b, e, reduce::expand_back(b, s, x.shape(), {dim})))};
 }
@@ -48,7 +48,7 @@ std::vector<Value> lower_log_softmax(Ctx& c) {
   int64_t dim = dim_of(c, "dim", c.tensor("self").rank());
   if (x.dim(dim) == 0) return {finish(c, x)};
   Value z = shifted(b, x, dim);
-  Value s = reduce::sum(b, hlo::unary(b, "stablehlo.exponential", z), {dim});
+  Value s = reduce::sum(b, hlo::exp(b, z), {dim});
   // CPU rounds through the input's reduced dtype (see the file comment).
   DType in = c.tensor("self").dtype();
   bool reduced = precision::is_reduced(in) && c.out().dtype == in;
@@ -56,9 +56,9 @@ std::vector<Value> lower_log_softmax(Ctx& c) {
   bool last_dim = dim == c.tensor("self").rank() - 1 || c.tensor("self").rank() == 0;
   Value lse;
   if (reduced && last_dim) {
-    lse = round(hlo::unary(b, "stablehlo.log", round(s)));
+    lse = round(hlo::log(b, round(s)));
   } else {
-    lse = hlo::unary(b, "stablehlo.log", s);
+    lse = hlo::log(b, s);
   }
   return {finish(c, hlo::sub(b, z, reduce::expand_back(b, lse, x.shape(), {dim})))};
 }
@@ -83,7 +83,7 @@ std::vector<Value> lower_log_softmax_backward(Ctx& c) {
   y = hlo::convert(b, y, g.dtype());
   int64_t dim = dim_of(c, "dim", c.tensor("grad_output").rank());
   Value s = reduce::expand_back(b, reduce::sum(b, g, {dim}), g.shape(), {dim});
-  Value e = hlo::unary(b, "stablehlo.exponential", y);
+  Value e = hlo::exp(b, y);
   return {finish(c, hlo::sub(b, g, hlo::mul(b, e, s)))};
 }
 

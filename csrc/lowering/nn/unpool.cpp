@@ -50,7 +50,8 @@ std::vector<Value> lower_max_unpool(Ctx& c) {
   dims.scatter_dims_to_operand_dims = {0};
   dims.index_vector_dim = 1;
   Value zeros = hlo::full(b, Type{out.dtype, {bsz * plane}}, 0);
-  Value r = idx::scatter(b, zeros, flat, hlo::reshape(b, hlo::convert(b, x, out.dtype), {bsz * q}), dims, "");
+  Value r = idx::scatter(b, zeros, flat, hlo::reshape(b, hlo::convert(b, x, out.dtype), {bsz * q}), dims,
+                         hlo::kReplace);
   return {hlo::reshape(b, r, out.shape)};
 }
 

@@ -235,25 +235,6 @@ Taps make_taps(Mode mode, DType dtype, DType storage, int64_t in, int64_t out, b
 
 // --- IR --------------------------------------------------------------------------------------
 
-std::string float_literal(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  std::string s = buf;
-  if (s.find_first_of(".en") == std::string::npos)
-    s += ".0";
-  else if (s.find('.') == std::string::npos && s.find('n') == std::string::npos)
-    s.insert(s.find('e'), ".0");
-  return s;
-}
-
-Value float_constant(Builder& b, const std::vector<double>& v, DType dtype) {
-  Type t{dtype, {static_cast<int64_t>(v.size())}};
-  std::string lit = "[";
-  for (size_t i = 0; i < v.size(); ++i) lit += (i ? ", " : "") + float_literal(v[i]);
-  lit += "]";
-  return b.op1("stablehlo.constant", {}, t, "value = dense<" + lit + "> : " + t.str());
-}
-
 // x with dimension d (size taps.in) resampled to taps.out.
 Value resample_dim(Builder& b, const Value& x, int d, const Taps& taps) {
   Value r = idx::gather_along(b, x, d, hlo::i64_vector(b, taps.index));
@@ -261,7 +242,7 @@ Value resample_dim(Builder& b, const Value& x, int d, const Taps& taps) {
   Shape s = r.shape();
   s[d] = taps.k;
   s.insert(s.begin() + d + 1, taps.out);
-  Value w = hlo::reshape(b, float_constant(b, taps.weight, x.dtype()), {taps.k, taps.out});
+  Value w = hlo::reshape(b, hlo::float_vector(b, taps.weight, x.dtype()), {taps.k, taps.out});
   Value terms = hlo::mul(b, hlo::reshape(b, r, s), hlo::broadcast_in_dim(b, w, s, {d, d + 1}));
   // CPU's order: ((t0 + t1) + t2) + ...
   Shape one = x.shape();
@@ -283,7 +264,7 @@ Value resample_dim_backward(Builder& b, const Value& g, int d, const Taps& taps)
     s.insert(s.begin() + d + 1, taps.out);
     std::vector<int64_t> dims;
     for (int i = 0; i < g.rank(); ++i) dims.push_back(i <= d ? (i == d ? d + 1 : i) : i + 1);
-    Value w = hlo::reshape(b, float_constant(b, taps.weight, g.dtype()), {taps.k, taps.out});
+    Value w = hlo::reshape(b, hlo::float_vector(b, taps.weight, g.dtype()), {taps.k, taps.out});
     updates = hlo::mul(b, hlo::broadcast_in_dim(b, g, s, dims), hlo::broadcast_in_dim(b, w, s, {d, d + 1}));
     Shape flat = g.shape();
     flat[d] = taps.k * taps.out;
@@ -292,7 +273,7 @@ Value resample_dim_backward(Builder& b, const Value& g, int d, const Taps& taps)
   Shape in = g.shape();
   in[d] = taps.in;
   Value zeros = hlo::full(b, Type{g.dtype(), in}, 0);
-  return idx::scatter_along(b, zeros, d, hlo::i64_vector(b, taps.index), updates, "stablehlo.add");
+  return idx::scatter_along(b, zeros, d, hlo::i64_vector(b, taps.index), updates, hlo::Combiner::Add);
 }
 
 std::optional<double> scale_arg(const Ctx& c, std::string_view name) {

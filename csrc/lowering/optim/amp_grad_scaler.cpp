@@ -52,8 +52,9 @@ std::vector<Value> lower_unscale(Ctx& c) {
     Value bad = hlo::logical_not(c.b, hlo::is_finite(c.b, x));
     std::vector<int64_t> dims(g.rank());
     for (int64_t d = 0; d < g.rank(); ++d) dims[d] = d;
-    if (g.rank() > 0) bad = hlo::reduce(c.b, bad, hlo::constant(c.b, DType::Bool, 0), dims, "stablehlo.or");
-    any_bad = hlo::binary(c.b, "stablehlo.or", any_bad, bad);
+    if (g.rank() > 0)
+      bad = hlo::reduce(c.b, bad, hlo::constant(c.b, DType::Bool, 0), dims, hlo::Combiner::Or);
+    any_bad = hlo::or_(c.b, any_bad, bad);
     Value scaled = hlo::mul(c.b, x, hlo::broadcast_in_dim(c.b, hlo::convert(c.b, inv, t), g.shape(), {}));
     Value keep = hlo::broadcast_in_dim(c.b, inv_is_one, g.shape(), {});
     outs.push_back(hlo::convert(c.b, hlo::select(c.b, keep, x, scaled), g.dtype()));
@@ -88,7 +89,7 @@ std::vector<Value> lower_update_scale(Ctx& c) {
   // The int tracker is compared with the int64 interval as C++ does, after promotion.
   Value reached = hlo::compare(c.b, hlo::convert(c.b, successful, DType::I64),
                                hlo::constant_int(c.b, DType::I64, c.int_arg("growth_interval")), "EQ");
-  Value grow = hlo::binary(c.b, "stablehlo.and", reached, hlo::is_finite(c.b, grown));
+  Value grow = hlo::and_(c.b, reached, hlo::is_finite(c.b, grown));
   Value new_scale = hlo::select(c.b, found, backed_off, hlo::select(c.b, grow, grown, scale));
   Value zero = hlo::constant_int(c.b, DType::I32, 0);
   Value new_tracker = hlo::select(c.b, found, zero, hlo::select(c.b, reached, zero, successful));

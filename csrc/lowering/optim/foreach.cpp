@@ -49,11 +49,11 @@ Value apply(Ctx& c, Bin op, const Value& x, const Value& y) {
   const DType t = x.dtype();
   switch (op) {
     case Bin::Add:
-      return hlo::binary(c.b, is_bool(t) ? "stablehlo.or" : "stablehlo.add", x, y);
+      return hlo::combine(c.b, is_bool(t) ? hlo::Combiner::Or : hlo::Combiner::Add, x, y);
     case Bin::Sub:
       return hlo::sub(c.b, x, y);
     case Bin::Mul:
-      return hlo::binary(c.b, is_bool(t) ? "stablehlo.and" : "stablehlo.multiply", x, y);
+      return hlo::combine(c.b, is_bool(t) ? hlo::Combiner::And : hlo::Combiner::Mul, x, y);
     case Bin::Div:
       return hlo::div(c.b, x, y);
     case Bin::Max:
@@ -126,7 +126,7 @@ std::vector<Value> lower_lerp(Ctx& c) {
     Value end = as(c, c.arg("tensors1").values[k], t, out.shape);
     Value w = as(c, nth(c, c.declared_one_of({"weight", "weights"}), k), t, out.shape);
     Value diff = hlo::sub(c.b, end, self);
-    Value small = hlo::compare(c.b, hlo::unary(c.b, "stablehlo.abs", w), hlo::full(c.b, w.type, 0.5), "LT");
+    Value small = hlo::compare(c.b, hlo::abs(c.b, w), hlo::full(c.b, w.type, 0.5), "LT");
     Value lo = hlo::add(c.b, self, hlo::mul(c.b, w, diff));
     Value hi = hlo::sub(c.b, end, hlo::mul(c.b, diff, hlo::sub(c.b, hlo::full(c.b, w.type, 1), w)));
     outs.push_back(hlo::convert(c.b, hlo::select(c.b, small, lo, hi), out.dtype));
@@ -153,17 +153,16 @@ std::vector<Value> unary_each(Ctx& c, F f) {
 }
 
 std::vector<Value> lower_sqrt(Ctx& c) {
-  return unary_each(c, [&](const Value& x) { return hlo::unary(c.b, "stablehlo.sqrt", x); });
+  return unary_each(c, [&](const Value& x) { return hlo::sqrt(c.b, x); });
 }
 std::vector<Value> lower_rsqrt(Ctx& c) {
-  return unary_each(c, [&](const Value& x) { return hlo::unary(c.b, "stablehlo.rsqrt", x); });
+  return unary_each(c, [&](const Value& x) { return hlo::rsqrt(c.b, x); });
 }
 std::vector<Value> lower_neg(Ctx& c) {
   return unary_each(c, [&](const Value& x) { return hlo::neg(c.b, x); });
 }
 std::vector<Value> lower_abs(Ctx& c) {
-  return unary_each(
-      c, [&](const Value& x) { return is_bool(x.dtype()) ? x : hlo::unary(c.b, "stablehlo.abs", x); });
+  return unary_each(c, [&](const Value& x) { return is_bool(x.dtype()) ? x : hlo::abs(c.b, x); });
 }
 std::vector<Value> lower_reciprocal(Ctx& c) {
   return unary_each(c, [&](const Value& x) { return hlo::div(c.b, hlo::full(c.b, x.type, 1), x); });
@@ -252,9 +251,8 @@ std::vector<Value> lower_norm(Ctx& c) {
     const ir::Type& out = c.out(k);
     const DType t = compute_dtype(out.dtype);
     Value x0 = c.arg("self").values[k];
-    if (ir::is_complex(x0.dtype()))
-      x0 = c.b.op1("stablehlo.abs", {x0}, ir::Type{ir::real_type(x0.dtype()), x0.shape()});
-    Value x = hlo::unary(c.b, "stablehlo.abs", hlo::convert(c.b, x0, t));
+    if (ir::is_complex(x0.dtype())) x0 = hlo::abs(c.b, x0);
+    Value x = hlo::abs(c.b, hlo::convert(c.b, x0, t));
     std::vector<int64_t> dims;
     for (int i = 0; i < x.rank(); ++i) dims.push_back(i);
     Value r;
@@ -262,20 +260,20 @@ std::vector<Value> lower_norm(Ctx& c) {
       Value init = hlo::constant(c.b, t, ord > 0 ? 0.0 : INFINITY);
       if (ord < 0 && x.type.numel() == 0)
         throw std::invalid_argument("linalg.vector_norm cannot compute the -inf norm on an empty tensor");
-      r = hlo::reduce(c.b, x, init, dims, ord > 0 ? "stablehlo.maximum" : "stablehlo.minimum");
+      r = hlo::reduce(c.b, x, init, dims, ord > 0 ? hlo::Combiner::Max : hlo::Combiner::Min);
     } else if (ord == 0) {
       Value nz = hlo::convert(c.b, hlo::compare(c.b, x, hlo::full(c.b, x.type, 0), "NE"), t);
-      r = hlo::reduce(c.b, nz, hlo::constant(c.b, t, 0), dims, "stablehlo.add");
+      r = hlo::reduce(c.b, nz, hlo::constant(c.b, t, 0), dims, hlo::Combiner::Add);
     } else if (ord == 1) {
-      r = hlo::reduce(c.b, x, hlo::constant(c.b, t, 0), dims, "stablehlo.add");
+      r = hlo::reduce(c.b, x, hlo::constant(c.b, t, 0), dims, hlo::Combiner::Add);
     } else if (ord == 2) {
-      r = hlo::reduce(c.b, hlo::mul(c.b, x, x), hlo::constant(c.b, t, 0), dims, "stablehlo.add");
-      r = hlo::unary(c.b, "stablehlo.sqrt", r);
+      r = hlo::reduce(c.b, hlo::mul(c.b, x, x), hlo::constant(c.b, t, 0), dims, hlo::Combiner::Add);
+      r = hlo::sqrt(c.b, r);
     } else {
       Value p = hlo::full(c.b, x.type, ord);
-      Value s = hlo::reduce(c.b, c.b.op1("stablehlo.power", {x, p}, x.type), hlo::constant(c.b, t, 0), dims,
-                            "stablehlo.add");
-      r = c.b.op1("stablehlo.power", {s, hlo::constant(c.b, t, 1.0 / ord)}, s.type);
+      Value s = hlo::reduce(c.b, hlo::power(c.b, x, p), hlo::constant(c.b, t, 0), dims, hlo::Combiner::Add);
+      Value inv = hlo::constant(c.b, t, 1.0 / ord);
+      r = hlo::power(c.b, s, inv);
     }
     outs.push_back(hlo::convert(c.b, r, out.dtype));
   }
@@ -295,7 +293,7 @@ std::vector<Value> lower_max(Ctx& c) {
                      ? hlo::constant_int(c.b, x.dtype(), 0)
                      : hlo::constant_int(c.b, x.dtype(), -(int64_t{1} << (8 * ir::itemsize(x.dtype()) - 1)));
     outs.push_back(
-        hlo::reduce(c.b, x, init, dims, x.dtype() == DType::Bool ? "stablehlo.or" : "stablehlo.maximum"));
+        hlo::reduce(c.b, x, init, dims, x.dtype() == DType::Bool ? hlo::Combiner::Or : hlo::Combiner::Max));
   }
   return outs;
 }

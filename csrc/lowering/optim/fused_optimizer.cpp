@@ -82,7 +82,7 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
   Value c2 = hlo::sub(c.b, one, beta2);  // exp_avg_sq_grad_coefficient
   Value wd_zero = hlo::compare(c.b, wd, f64_const(c, 0.0), "EQ");
   Value decay = hlo::sub(c.b, one, hlo::mul(c.b, lr, wd));  // AdamW's 1 - lr * weight_decay
-  Value c1_small = hlo::compare(c.b, hlo::unary(c.b, "stablehlo.abs", c1), f64_const(c, 0.5), "LT");
+  Value c1_small = hlo::compare(c.b, hlo::abs(c.b, c1), f64_const(c, 0.5), "LT");
 
   std::vector<Value> out_params, out_grads, out_avgs, out_sqs, out_max;
   for (size_t k = 0; k < n; ++k) {
@@ -92,10 +92,10 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
     auto S = [&](const Value& s) { return splat(c, s, t, shape); };
 
     Value step = hlo::reshape(c.b, hlo::convert(c.b, steps[k], DType::F64), {});
-    Value bc1 = hlo::sub(c.b, one, c.b.op1("stablehlo.power", {beta1, step}, beta1.type));
-    Value bc2 = hlo::sub(c.b, one, c.b.op1("stablehlo.power", {beta2, step}, beta2.type));
+    Value bc1 = hlo::sub(c.b, one, hlo::power(c.b, beta1, step));
+    Value bc2 = hlo::sub(c.b, one, hlo::power(c.b, beta2, step));
     Value step_size = hlo::div(c.b, lr, bc1);
-    Value bc2_sqrt = hlo::unary(c.b, "stablehlo.sqrt", bc2);
+    Value bc2_sqrt = hlo::sqrt(c.b, bc2);
 
     Value p = hlo::convert(c.b, p0, t);
     auto [g, g_stored] = unscaled_grad(c, grads[k], "grad_scale", t);
@@ -122,8 +122,7 @@ std::vector<Value> adam(Ctx& c, bool adamw) {
       mx = hlo::max(c.b, hlo::convert(c.b, max_sqs[k], t), sq);
       denom_base = mx;
     }
-    Value denom =
-        hlo::add(c.b, hlo::div(c.b, hlo::unary(c.b, "stablehlo.sqrt", denom_base), S(bc2_sqrt)), S(eps));
+    Value denom = hlo::add(c.b, hlo::div(c.b, hlo::sqrt(c.b, denom_base), S(bc2_sqrt)), S(eps));
     p = hlo::sub(c.b, p, hlo::div(c.b, hlo::mul(c.b, S(step_size), ea), denom));
 
     out_params.push_back(stepped(c, skip, p0, p));

@@ -19,7 +19,7 @@ std::vector<Value> lower_bincount(Ctx& c) {
   if (self.type.numel() == 0 || out.numel() == 0) return {zeros};
   Value ones = Weighted ? hlo::convert(c.b, c.tensor("weights"), out.dtype)
                         : hlo::full(c.b, Type{out.dtype, self.shape()}, 1);
-  return {idx::scatter_along(c.b, zeros, 0, self, ones, "stablehlo.add")};
+  return {idx::scatter_along(c.b, zeros, 0, self, ones, hlo::Combiner::Add)};
 }
 
 }  // namespace

@@ -138,11 +138,11 @@ std::vector<Value> lower_logsumexp(Ctx& c) {
   Value x = hlo::convert(b, c.tensor("self"), acc);
   std::vector<int64_t> dims = reduce::dims_arg(c, "dim", x.rank());
   Value m = reduce::max(b, x, dims);
-  Value inf_m = hlo::compare(b, hlo::unary(b, "stablehlo.abs", m), hlo::full(b, m.type, INFINITY), "EQ");
+  Value inf_m = hlo::compare(b, hlo::abs(b, m), hlo::full(b, m.type, INFINITY), "EQ");
   m = hlo::select(b, inf_m, hlo::full(b, m.type, 0), m);
   Value shifted = hlo::sub(b, x, reduce::expand_back(b, m, x.shape(), dims));
-  Value s = reduce::sum(b, hlo::unary(b, "stablehlo.exponential", shifted), dims);
-  return {finish(c, hlo::add(b, hlo::unary(b, "stablehlo.log", s), m))};
+  Value s = reduce::sum(b, hlo::exp(b, shifted), dims);
+  return {finish(c, hlo::add(b, hlo::log(b, s), m))};
 }
 
 // trace(self): the diagonal's sum. CPU accumulates in double for float (and in float for
@@ -166,9 +166,9 @@ std::vector<Value> lower_hash_tensor(Ctx& c) {
   Value x = c.tensor("self");
   if (ir::is_complex(x.dtype())) throw std::invalid_argument("hash_tensor: complex inputs are not supported");
   Value wide = hlo::convert(c.b, x, ir::is_floating(x.dtype()) ? DType::F64 : DType::I64);
-  Value bits = c.b.op1("stablehlo.bitcast_convert", {wide}, ir::Type{DType::U64, wide.shape()});
+  Value bits = hlo::bitcast_convert(c.b, wide, DType::U64);
   Value h = hlo::reduce(c.b, bits, hlo::constant_int(c.b, DType::U64, 0),
-                        reduce::dims_arg(c, "dim", x.rank()), "stablehlo.xor");
+                        reduce::dims_arg(c, "dim", x.rank()), hlo::Combiner::Xor);
   return {finish(c, h)};
 }
 

@@ -21,22 +21,11 @@ std::vector<Value> prefix(Builder& b, const std::vector<Value>& xs, const std::v
                           int64_t dim, const Builder::RegionBody& body) {
   int rank = xs[0].rank();
   int64_t n = xs[0].dim(dim);
-  std::vector<int64_t> window(rank, 1), strides(rank, 1);
+  std::vector<int64_t> window(rank, 1);
   window[dim] = n;
-  std::string padding = "dense<[";
-  for (int i = 0; i < rank; ++i)
-    padding += std::string(i ? ", " : "") + "[" + std::to_string(i == dim ? n - 1 : 0) + ", 0]";
-  padding += "]> : tensor<" + std::to_string(rank) + "x2xi64>";
-  std::vector<Value> operands = xs;
-  operands.insert(operands.end(), inits.begin(), inits.end());
-  std::vector<ir::Type> results, region_args;
-  for (const Value& x : xs) results.push_back(x.type);
-  for (int k = 0; k < 2; ++k)
-    for (const Value& x : xs) region_args.push_back(ir::Type{x.dtype(), {}});
-  return b.op_with_region("stablehlo.reduce_window", operands, results,
-                          "window_dimensions = " + ir::i64_array(window) +
-                              ", window_strides = " + ir::i64_array(strides) + ", padding = " + padding,
-                          region_args, body);
+  std::vector<std::pair<int64_t, int64_t>> padding(rank, {0, 0});
+  padding[dim].first = n - 1;
+  return hlo::reduce_window(b, xs, inits, window, {}, padding, {}, body);
 }
 
 // The input as a rank >= 1 value and the normalised dim.
@@ -49,20 +38,17 @@ std::pair<Value, int64_t> input(Ctx& c) {
 
 // cumsum/cumprod(self, dim, *, dtype): cast to the result dtype, accumulate in float for
 // bf16/f16 (the CPU kernel keeps a float running sum and rounds each output).
-Value cumulative(Ctx& c, const std::string& op, double init) {
+Value cumulative(Ctx& c, hlo::Combiner op, double init) {
   auto [x, dim] = input(c);
   DType out = c.out().dtype;
   x = hlo::convert(c.b, hlo::convert(c.b, x, out), compute_dtype(out));
   if (x.dim(dim) == 0) return finish(c, x);
   DType t = x.dtype();
-  Value r = prefix(c.b, {x}, {hlo::constant(c.b, t, init)}, dim,
-                   [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-                     return {hlo::binary(rb, op, a[0], a[1])};
-                   })[0];
+  Value r = prefix(c.b, {x}, {hlo::constant(c.b, t, init)}, dim, hlo::combiner_body(op))[0];
   return finish(c, r);
 }
-std::vector<Value> lower_cumsum(Ctx& c) { return {cumulative(c, "stablehlo.add", 0)}; }
-std::vector<Value> lower_cumprod(Ctx& c) { return {cumulative(c, "stablehlo.multiply", 1)}; }
+std::vector<Value> lower_cumsum(Ctx& c) { return {cumulative(c, hlo::Combiner::Add, 0)}; }
+std::vector<Value> lower_cumprod(Ctx& c) { return {cumulative(c, hlo::Combiner::Mul, 1)}; }
 
 // cummax/cummin(self, dim) -> (values, indices). The CPU loop replaces its running value when
 // the new element is NaN or compares >= (<=) to it, so NaN sticks and ties take the LATEST index.
@@ -78,14 +64,15 @@ std::vector<Value> cum_extreme(Ctx& c, bool is_max) {
   bool fp = ir::is_floating(t);
   Value init = is_max ? reduce::lowest(b, t) : reduce::highest(b, t);
   Value v = prefix(b, {x}, {init}, dim, [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
-    if (t == DType::Bool) return {hlo::binary(rb, is_max ? "stablehlo.or" : "stablehlo.and", a[0], a[1])};
+    if (t == DType::Bool)
+      return {hlo::combine(rb, is_max ? hlo::Combiner::Or : hlo::Combiner::And, a[0], a[1])};
     Value m = is_max ? hlo::max(rb, a[0], a[1]) : hlo::min(rb, a[0], a[1]);
     if (!fp) return {m};
     m = hlo::select(rb, hlo::compare(rb, a[1], a[1], "NE"), a[1], m);
     return {hlo::select(rb, hlo::compare(rb, a[0], a[0], "NE"), a[0], m)};
   })[0];
   Value took = hlo::compare(b, x, v, "EQ");
-  if (fp) took = hlo::binary(b, "stablehlo.or", took, reduce::isnan(b, x));
+  if (fp) took = hlo::or_(b, took, reduce::isnan(b, x));
   Value idx = hlo::iota(b, hlo::with_dtype(x.type, DType::I64), dim);
   Value marks = hlo::select(b, took, idx, hlo::full(b, idx.type, 0));
   Value i = prefix(b, {marks}, {hlo::constant_int(b, DType::I64, 0)}, dim,
@@ -108,13 +95,9 @@ std::vector<Value> lower_logcumsumexp(Ctx& c) {
     Value q_nan = hlo::compare(rb, q, q, "NE");
     Value lo = hlo::select(rb, q_nan, q, hlo::min(rb, p, q));
     Value hi = hlo::select(rb, q_nan, q, hlo::max(rb, p, q));
-    Value r = hlo::add(rb,
-                       hlo::unary(rb, "stablehlo.log_plus_one",
-                                  hlo::unary(rb, "stablehlo.exponential", hlo::sub(rb, lo, hi))),
-                       hi);
-    Value lo_finite =
-        hlo::compare(rb, hlo::unary(rb, "stablehlo.abs", lo), hlo::constant(rb, lo.dtype(), INFINITY), "LT");
-    Value regular = hlo::binary(rb, "stablehlo.or", hlo::compare(rb, lo, hi, "NE"), lo_finite);
+    Value r = hlo::add(rb, hlo::log1p(rb, hlo::exp(rb, hlo::sub(rb, lo, hi))), hi);
+    Value lo_finite = hlo::compare(rb, hlo::abs(rb, lo), hlo::constant(rb, lo.dtype(), INFINITY), "LT");
+    Value regular = hlo::or_(rb, hlo::compare(rb, lo, hi, "NE"), lo_finite);
     return {hlo::select(rb, regular, r, p)};
   };
   Value r = prefix(c.b, {x}, {hlo::constant(c.b, x.dtype(), -INFINITY)}, dim, body)[0];

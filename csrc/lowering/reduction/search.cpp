@@ -30,13 +30,12 @@ Value binary_search(ir::Builder& b, const Value& seq, const Value& values, bool 
   Value one = hlo::full(b, index_type, 1), last = hlo::full(b, index_type, static_cast<double>(n - 1));
   for (int64_t width = n; width > 0; width /= 2) {
     Value active = hlo::compare(b, start, end, "LT");
-    Value mid =
-        hlo::add(b, start, hlo::binary(b, "stablehlo.shift_right_logical", hlo::sub(b, end, start), one));
+    Value mid = hlo::add(b, start, hlo::shift_right_logical(b, hlo::sub(b, end, start), one));
     Value at = idx::gather_elements(b, seq, hlo::min(b, mid, last), 1);
     // start moves right where !(mid_val >= value) (lower bound) or !(mid_val > value) (upper).
     Value stop = hlo::compare(b, at, values, right ? "GT" : "GE");
-    Value go_right = hlo::binary(b, "stablehlo.and", active, hlo::logical_not(b, stop));
-    Value go_left = hlo::binary(b, "stablehlo.and", active, stop);
+    Value go_right = hlo::and_(b, active, hlo::logical_not(b, stop));
+    Value go_left = hlo::and_(b, active, stop);
     start = hlo::select(b, go_right, hlo::add(b, mid, one), start);
     end = hlo::select(b, go_left, mid, end);
   }
@@ -122,14 +121,13 @@ std::vector<Value> lower_histc(Ctx& c) {
   Value same = hlo::compare(c.b, lo, hi, "EQ");
   lo = hlo::select(c.b, same, hlo::sub(c.b, lo, hlo::full(c.b, scalar, 1)), lo);
   hi = hlo::select(c.b, same, hlo::add(c.b, hi, hlo::full(c.b, scalar, 1)), hi);
-  Value finite = hlo::binary(c.b, "stablehlo.and", hlo::is_finite(c.b, lo), hlo::is_finite(c.b, hi));
+  Value finite = hlo::and_(c.b, hlo::is_finite(c.b, lo), hlo::is_finite(c.b, hi));
   c.require(finite, "torch.histc: range of [min, max] is not finite");
   c.require(hlo::compare(c.b, lo, hi, "LT"), "torch.histc: max must be larger than min");
 
   Value left = hlo::broadcast_to(c.b, hlo::convert(c.b, lo, t), x.shape());
   Value right = hlo::broadcast_to(c.b, hlo::convert(c.b, hi, t), x.shape());
-  Value in_range =
-      hlo::binary(c.b, "stablehlo.and", hlo::compare(c.b, x, left, "GE"), hlo::compare(c.b, x, right, "LE"));
+  Value in_range = hlo::and_(c.b, hlo::compare(c.b, x, left, "GE"), hlo::compare(c.b, x, right, "LE"));
   Value scaled = hlo::mul(c.b, hlo::sub(c.b, x, left), hlo::full(c.b, x.type, static_cast<double>(bins)));
   Value pos = hlo::convert(c.b, hlo::div(c.b, scaled, hlo::sub(c.b, right, left)), DType::I64);
   Type index_type{DType::I64, x.shape()};
@@ -138,7 +136,7 @@ std::vector<Value> lower_histc(Ctx& c) {
   pos = hlo::select(c.b, in_range, pos, hlo::full(c.b, index_type, static_cast<double>(bins)));
   Value hist = hlo::full(c.b, Type{out.dtype, {bins + 1}}, 0);
   hist = idx::scatter_elements(c.b, hist, pos, 0, hlo::full(c.b, Type{out.dtype, x.shape()}, 1),
-                               "stablehlo.add");
+                               hlo::Combiner::Add);
   return {hlo::slice_dim(c.b, hist, 0, 0, bins)};
 }
 

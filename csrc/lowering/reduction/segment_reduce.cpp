@@ -42,7 +42,7 @@ Segments segments(ir::Builder& b, const ir::Shape& data_shape, int64_t axis, con
     Value k = hlo::iota(b, Type{DType::I64, cube}, 1);
     Value sel = hlo::select(b, hlo::compare(b, j, k, "LT"), hlo::broadcast_in_dim(b, len, cube, {0, 2}),
                             hlo::full(b, Type{DType::I64, cube}, 0));
-    bounds = hlo::reduce(b, sel, hlo::constant(b, DType::I64, 0), {2}, "stablehlo.add");
+    bounds = hlo::reduce(b, sel, hlo::constant(b, DType::I64, 0), {2}, hlo::Combiner::Add);
   } else {
     g.m = offsets.shape().back() - 1;
     bounds = hlo::reshape(b, hlo::convert(b, offsets, DType::I64), {g.b, g.m + 1});
@@ -51,11 +51,11 @@ Segments segments(ir::Builder& b, const ir::Shape& data_shape, int64_t axis, con
   ir::Shape cube{g.b, g.s, g.m + 1};
   Value pos = hlo::iota(b, Type{DType::I64, cube}, 1);
   Value le = hlo::compare(b, hlo::broadcast_in_dim(b, bounds, cube, {0, 2}), pos, "LE");
-  Value cnt =
-      hlo::reduce(b, hlo::convert(b, le, DType::I64), hlo::constant(b, DType::I64, 0), {2}, "stablehlo.add");
+  Value cnt = hlo::reduce(b, hlo::convert(b, le, DType::I64), hlo::constant(b, DType::I64, 0), {2},
+                          hlo::Combiner::Add);
   Type bs{DType::I64, {g.b, g.s}};
-  g.valid = hlo::binary(b, "stablehlo.and", hlo::compare(b, cnt, hlo::full(b, bs, 1), "GE"),
-                        hlo::compare(b, cnt, hlo::full(b, bs, static_cast<double>(g.m)), "LE"));
+  g.valid = hlo::and_(b, hlo::compare(b, cnt, hlo::full(b, bs, 1), "GE"),
+                      hlo::compare(b, cnt, hlo::full(b, bs, static_cast<double>(g.m)), "LE"));
   Value seg = hlo::sub(b, cnt, hlo::full(b, bs, 1));
   g.seg = hlo::min(b, hlo::max(b, seg, hlo::full(b, bs, 0)),
                    hlo::full(b, bs, static_cast<double>(g.m > 0 ? g.m - 1 : 0)));
@@ -73,7 +73,7 @@ Value coords(ir::Builder& b, const Segments& g) {
 
 // Scatter [B, S, I] updates into [B, M, I] starting from `init`, combining with `op`.
 Value scatter_segments(ir::Builder& b, const Segments& g, const Value& init, const Value& updates,
-                       const std::string& op) {
+                       hlo::Combiner op) {
   if (g.s == 0 || g.m == 0) return init;
   idx::ScatterDims d;
   d.update_window_dims = {2};
@@ -104,11 +104,11 @@ double identity_of(const std::string& reduce) {
   return 0;
 }
 
-std::string combine_of(const std::string& reduce) {
-  if (reduce == "max") return "stablehlo.maximum";
-  if (reduce == "min") return "stablehlo.minimum";
-  if (reduce == "prod") return "stablehlo.multiply";
-  return "stablehlo.add";
+hlo::Combiner combine_of(const std::string& reduce) {
+  if (reduce == "max") return hlo::Combiner::Max;
+  if (reduce == "min") return hlo::Combiner::Min;
+  if (reduce == "prod") return hlo::Combiner::Mul;
+  return hlo::Combiner::Add;
 }
 
 Value bcast_inner(ir::Builder& b, const Value& v, int64_t inner) {
@@ -176,10 +176,9 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
     dx = hlo::div(c.b, gx, bcast_inner(c.b, hlo::convert(c.b, cnt, acc), g.i));
   } else if (reduce == "max" || reduce == "min") {
     // The gradient is shared equally by the elements equal to the result.
-    Value hit =
-        hlo::binary(c.b, "stablehlo.and", valid, hlo::compare(c.b, x, gather_segments(c.b, g, y), "EQ"));
+    Value hit = hlo::and_(c.b, valid, hlo::compare(c.b, x, gather_segments(c.b, g, y), "EQ"));
     Value ones = hlo::select(c.b, hit, hlo::full(c.b, x.type, 1), zeros);
-    Value ties = scatter_segments(c.b, g, hlo::full(c.b, seg_t, 0), ones, "stablehlo.add");
+    Value ties = scatter_segments(c.b, g, hlo::full(c.b, seg_t, 0), ones, hlo::Combiner::Add);
     Value share = gather_segments(c.b, g, ties);
     share = hlo::max(c.b, share, hlo::full(c.b, share.type, 1));
     dx = hlo::select(c.b, hit, hlo::div(c.b, gx, share), zeros);
@@ -188,12 +187,11 @@ std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
     // product of the nonzero rest (with initial) when x is the segment's only zero, else 0.
     const double start = c.has("initial") ? c.arg("initial").d : 1.0;
     Value is_zero = hlo::compare(c.b, x, zeros, "EQ");
-    Value nz = hlo::select(c.b, hlo::binary(c.b, "stablehlo.and", valid, hlo::logical_not(c.b, is_zero)), x,
-                           hlo::full(c.b, x.type, 1));
-    Value prod_nz = scatter_segments(c.b, g, hlo::full(c.b, seg_t, start), nz, "stablehlo.multiply");
-    Value zero_one =
-        hlo::select(c.b, hlo::binary(c.b, "stablehlo.and", valid, is_zero), hlo::full(c.b, x.type, 1), zeros);
-    Value zcount = scatter_segments(c.b, g, hlo::full(c.b, seg_t, 0), zero_one, "stablehlo.add");
+    Value nz =
+        hlo::select(c.b, hlo::and_(c.b, valid, hlo::logical_not(c.b, is_zero)), x, hlo::full(c.b, x.type, 1));
+    Value prod_nz = scatter_segments(c.b, g, hlo::full(c.b, seg_t, start), nz, hlo::Combiner::Mul);
+    Value zero_one = hlo::select(c.b, hlo::and_(c.b, valid, is_zero), hlo::full(c.b, x.type, 1), zeros);
+    Value zcount = scatter_segments(c.b, g, hlo::full(c.b, seg_t, 0), zero_one, hlo::Combiner::Add);
     Value only_zero = hlo::compare(c.b, gather_segments(c.b, g, zcount), hlo::full(c.b, x.type, 1), "EQ");
     Value at_zero = hlo::select(c.b, only_zero, hlo::mul(c.b, gx, gather_segments(c.b, g, prod_nz)), zeros);
     Value safe_x = hlo::select(c.b, is_zero, hlo::full(c.b, x.type, 1), x);

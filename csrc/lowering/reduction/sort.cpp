@@ -27,15 +27,11 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
     if (fp) {
       Value l_num = hlo::compare(rb, l, l, "EQ");
       Value r_nan = hlo::compare(rb, r, r, "NE");
-      lt = hlo::binary(rb, "stablehlo.or", lt, hlo::binary(rb, "stablehlo.and", l_num, r_nan));
+      lt = hlo::or_(rb, lt, hlo::and_(rb, l_num, r_nan));
     }
     return {lt};
   };
-  std::vector<ir::Type> region_args;
-  for (DType t : {x.dtype(), x.dtype(), DType::I64, DType::I64}) region_args.push_back(ir::Type{t, {}});
-  std::vector<Value> r =
-      b.op_with_region("stablehlo.sort", {x, idx}, {x.type, idx.type},
-                       "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region_args, less);
+  std::vector<Value> r = hlo::sort(b, {x, idx}, dim, /*stable=*/true, less);
   return {r[0], r[1]};
 }
 
@@ -148,7 +144,7 @@ std::vector<Value> lower_mode(Ctx& c) {
   Value k = hlo::iota(b, index_type, dim);
   auto differs = [&](const Value& shifted, int64_t edge) {
     Value at_edge = hlo::compare(b, k, hlo::full(b, index_type, static_cast<double>(edge)), "EQ");
-    return hlo::binary(b, "stablehlo.or", at_edge, hlo::compare(b, v, shifted, "NE"));
+    return hlo::or_(b, at_edge, hlo::compare(b, v, shifted, "NE"));
   };
   Value first = hlo::slice_dim(b, v, dim, 0, 1), last = hlo::slice_dim(b, v, dim, n - 1, n);
   Value starts = differs(hlo::concatenate(b, {first, hlo::slice_dim(b, v, dim, 0, n - 1)}, dim), 0);

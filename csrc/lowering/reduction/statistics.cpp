@@ -17,9 +17,8 @@ using ir::Value;
 // |x|^2 elementwise in the real type (complex inputs: re^2 + im^2).
 Value abs2(Builder& b, const Value& x) {
   if (!ir::is_complex(x.dtype())) return hlo::mul(b, x, x);
-  ir::Type rt = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
-  Value re = b.op1("stablehlo.real", {x}, rt);
-  Value im = b.op1("stablehlo.imag", {x}, rt);
+  Value re = hlo::real(b, x);
+  Value im = hlo::imag(b, x);
   return hlo::add(b, hlo::mul(b, re, re), hlo::mul(b, im, im));
 }
 
@@ -50,16 +49,14 @@ Moments moments(Ctx& c) {
 
 // var.correction(self, dim?, *, correction?, keepdim) and friends.
 std::vector<Value> lower_var(Ctx& c) { return {finish(c, moments(c).var, 0)}; }
-std::vector<Value> lower_std(Ctx& c) {
-  return {finish(c, hlo::unary(c.b, "stablehlo.sqrt", moments(c).var), 0)};
-}
+std::vector<Value> lower_std(Ctx& c) { return {finish(c, hlo::sqrt(c.b, moments(c).var), 0)}; }
 std::vector<Value> lower_var_mean(Ctx& c) {
   Moments m = moments(c);
   return {finish(c, m.var, 0), finish(c, m.mean, 1)};
 }
 std::vector<Value> lower_std_mean(Ctx& c) {
   Moments m = moments(c);
-  return {finish(c, hlo::unary(c.b, "stablehlo.sqrt", m.var), 0), finish(c, m.mean, 1)};
+  return {finish(c, hlo::sqrt(c.b, m.var), 0), finish(c, m.mean, 1)};
 }
 
 // The static `ord`/`p` argument: an int scalar arrives in Arg::i, a float one in Arg::d.
@@ -78,9 +75,9 @@ Value p_norm(Builder& b, const Value& x, double p, const std::vector<int64_t>& d
   }
   if (std::isinf(p)) return p > 0 ? reduce::max(b, a, dims) : reduce::min(b, a, dims);
   if (p == 1) return reduce::sum(b, a, dims);
-  if (p == 2) return hlo::unary(b, "stablehlo.sqrt", reduce::sum(b, abs2(b, x), dims));
-  Value s = reduce::sum(b, hlo::binary(b, "stablehlo.power", a, hlo::scalar_like(b, a, p)), dims);
-  return hlo::binary(b, "stablehlo.power", s, hlo::scalar_like(b, s, 1.0 / p));
+  if (p == 2) return hlo::sqrt(b, reduce::sum(b, abs2(b, x), dims));
+  Value s = reduce::sum(b, hlo::power(b, a, hlo::scalar_like(b, a, p)), dims);
+  return hlo::power(b, s, hlo::scalar_like(b, s, 1.0 / p));
 }
 
 // The p-norm of x over dims, computed in the accumulation type of the result dtype.

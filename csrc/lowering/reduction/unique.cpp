@@ -48,7 +48,7 @@ Runs runs(Ctx& c, bool sorted) {
   Value differs = reduce::max(c.b, hlo::compare(c.b, r.rows, previous, "NE"), {1});
   if (rest == 0) differs = hlo::full(c.b, Type{DType::Bool, {r.n}}, 0);
   Value first = hlo::compare(c.b, hlo::iota(c.b, flags, 0), hlo::full(c.b, flags, 0), "EQ");
-  Value ones = hlo::convert(c.b, hlo::binary(c.b, "stablehlo.or", first, differs), DType::I64);
+  Value ones = hlo::convert(c.b, hlo::or_(c.b, first, differs), DType::I64);
   r.run = hlo::sub(
       c.b,
       hlo::reduce_window(c.b, {ones}, {hlo::constant(c.b, DType::I64, 0)}, {r.n}, {}, {{r.n - 1, 0}}, {},
@@ -73,10 +73,10 @@ std::vector<Value> unique_results(Ctx& c, bool sorted) {
   const Type &rows_t = c.out(0), &inverse_t = c.out(1), &counts_t = c.out(2);
   if (r.n == 0) return {hlo::full(c.b, rows_t, 0), hlo::full(c.b, inverse_t, 0), hlo::full(c.b, counts_t, 0)};
   // Every row of a run is the same, so a replacing scatter is deterministic.
-  Value rows = idx::scatter_along(c.b, hlo::full(c.b, rows_t, 0), 0, r.run, r.rows, "");
-  Value inverse = idx::scatter_elements(c.b, hlo::full(c.b, inverse_t, 0), r.order, 0, r.run, "");
+  Value rows = idx::scatter_along(c.b, hlo::full(c.b, rows_t, 0), 0, r.run, r.rows, hlo::kReplace);
+  Value inverse = idx::scatter_elements(c.b, hlo::full(c.b, inverse_t, 0), r.order, 0, r.run, hlo::kReplace);
   Value counts = idx::scatter_elements(c.b, hlo::full(c.b, counts_t, 0), r.run, 0,
-                                       hlo::full(c.b, Type{DType::I64, {r.n}}, 1), "stablehlo.add");
+                                       hlo::full(c.b, Type{DType::I64, {r.n}}, 1), hlo::Combiner::Add);
   return {rows, inverse, counts};
 }
 

@@ -258,7 +258,7 @@ Hankel hankel(Builder& b, const Value& a, int n) {
   Value inv2 = inverse_map(b, hlo::mul(b, safe, safe), 128);
   Value p = series(b, inv2, n == 0 ? TPU_SERIES(P0) : TPU_SERIES(P1));
   Value q = hlo::div(b, series(b, inv2, n == 0 ? TPU_SERIES(Q0) : TPU_SERIES(Q1)), safe);
-  Value c = hlo::unary(b, "stablehlo.cosine", safe), s = hlo::unary(b, "stablehlo.sine", safe);
+  Value c = hlo::cos(b, safe), s = hlo::sin(b, safe);
   // n = 0: chi = a - pi/4: cos chi = (c + s)/sqrt2, sin chi = (s - c)/sqrt2.
   // n = 1: chi = a - 3pi/4: cos chi = (s - c)/sqrt2, sin chi = -(s + c)/sqrt2.
   Value cos_chi = n == 0 ? hlo::add(b, c, s) : hlo::sub(b, s, c);
@@ -356,7 +356,7 @@ Value airy_ai(Builder& b, const Value& x) {
   pos = hlo::div(b, pos, ew::mul_c(b, quarter, 2 * std::sqrt(M_PI)));
   // x <= -2: (sin(phi) F - cos(phi) G) / (sqrt(pi) t^(1/4)), phi = zeta + pi/4, from sin/cos of
   // zeta itself.
-  Value s = hlo::unary(b, "stablehlo.sine", zeta), c = hlo::unary(b, "stablehlo.cosine", zeta);
+  Value s = hlo::sin(b, zeta), c = hlo::cos(b, zeta);
   Value sin_phi = hlo::add(b, s, c), cos_phi = hlo::sub(b, c, s);  // times sqrt 2
   Value osc = hlo::sub(b, hlo::mul(b, sin_phi, series(b, u, TPU_SERIES(AiNegF))),
                        hlo::mul(b, cos_phi, series(b, u, TPU_SERIES(AiNegG))));

@@ -65,15 +65,13 @@ Value lgamma_lanczos(Builder& b, const Value& x) {
 // x - round(x), in [-1/2, 1/2] and exact: sin(pi x) and tan(pi x) from it keep their relative
 // accuracy near the integers, where pi * x itself would have lost it.
 Value distance_to_integer(Builder& b, const Value& x) {
-  return hlo::sub(b, x, hlo::unary(b, "stablehlo.round_nearest_even", x));
+  return hlo::sub(b, x, hlo::round_nearest_even(b, x));
 }
 
-Value sin_pi(Builder& b, const Value& r) { return hlo::unary(b, "stablehlo.sine", ew::mul_c(b, r, M_PI)); }
-Value cos_pi(Builder& b, const Value& r) { return hlo::unary(b, "stablehlo.cosine", ew::mul_c(b, r, M_PI)); }
+Value sin_pi(Builder& b, const Value& r) { return hlo::sin(b, ew::mul_c(b, r, M_PI)); }
+Value cos_pi(Builder& b, const Value& r) { return hlo::cos(b, ew::mul_c(b, r, M_PI)); }
 
-Value is_integer(Builder& b, const Value& x) {
-  return hlo::compare(b, x, hlo::unary(b, "stablehlo.floor", x), "EQ");
-}
+Value is_integer(Builder& b, const Value& x) { return hlo::compare(b, x, hlo::floor(b, x), "EQ"); }
 
 // digamma(y) for y > 0: the recurrence psi(y) = psi(y + 1) - 1/y lifts y to >= 10, where the
 // asymptotic series log y - 1/(2y) - sum B_2k / (2k y^2k) is accurate to f64 precision.
@@ -94,7 +92,7 @@ Value digamma_pos(Builder& b, const Value& x) {
 
 // (q + k)^-s, also for negative q + k when s is an integer (zeta's domain for q < 0).
 Value pow_neg_s(Builder& b, const Value& v, const Value& neg_s, const Value& s_odd) {
-  Value mag = hlo::binary(b, "stablehlo.power", abs(b, v), neg_s);
+  Value mag = hlo::power(b, abs(b, v), neg_s);
   return hlo::select(b, ew::and_(b, ew::lt(b, v, 0), s_odd), hlo::neg(b, mag), mag);
 }
 
@@ -133,7 +131,7 @@ Value trigamma(Builder& b, const Value& x) {
   double pi_t = is_f64(x) ? M_PI : static_cast<double>(static_cast<float>(M_PI));
   double pi2 =
       is_f64(x) ? M_PI * M_PI : static_cast<double>(static_cast<float>(pi_t) * static_cast<float>(pi_t));
-  Value sp = hlo::unary(b, "stablehlo.sine", ew::mul_c(b, x, pi_t));
+  Value sp = hlo::sin(b, ew::mul_c(b, x, pi_t));
   Value acc = hlo::select(b, reflect, hlo::div(b, cst(b, x, -pi2), hlo::mul(b, sp, sp)), cst(b, x, 0));
   Value y = hlo::select(b, reflect, hlo::sub(b, cst(b, x, 1), x), x);
   Value one = cst(b, x, 1);
@@ -163,7 +161,7 @@ Value zeta(Builder& b, const Value& s, const Value& q) {
   Value s_odd = ew::and_(b, is_integer(b, s), ew::not_(b, is_integer(b, half_s)));
   // Negative q (integer s only): the terms (q + k)^-s for k < m = ceil(-q) are summed
   // directly (masked, up to kNegativeShift of them), leaving zeta(s, q + m) with q + m >= 0.
-  Value m = hlo::select(b, ew::lt(b, q, 0), hlo::unary(b, "stablehlo.ceil", hlo::neg(b, q)), cst(b, q, 0));
+  Value m = hlo::select(b, ew::lt(b, q, 0), hlo::ceil(b, hlo::neg(b, q)), cst(b, q, 0));
   Value sum = cst(b, s, 0);
   for (int k = 0; k < kNegativeShift; ++k) {
     Value term = pow_neg_s(b, ew::add_c(b, q, k), neg_s, s_odd);

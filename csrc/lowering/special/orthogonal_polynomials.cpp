@@ -43,7 +43,7 @@ Value recurrence(Builder& b, const Value& n, Value p, Value q, Step step) {
 Value any(Builder& b, const Value& pred) {
   std::vector<int64_t> dims;
   for (int i = 0; i < pred.rank(); ++i) dims.push_back(i);
-  return hlo::reduce(b, pred, hlo::constant(b, DType::Bool, 0), dims, "stablehlo.or");
+  return hlo::reduce(b, pred, hlo::constant(b, DType::Bool, 0), dims, hlo::Combiner::Or);
 }
 
 // `too_deep`: elements whose value needs more than kMaxSteps recurrence steps.
@@ -54,7 +54,7 @@ void require_steps(Ctx& ctx, const Value& too_deep, const char* name) {
 }
 
 Value is_even(Builder& b, const Value& n) {
-  return eq(b, hlo::sub(b, n, mul_c(b, hlo::unary(b, "stablehlo.floor", mul_c(b, n, 0.5)), 2)), 0);
+  return eq(b, hlo::sub(b, n, mul_c(b, hlo::floor(b, mul_c(b, n, 0.5)), 2)), 0);
 }
 
 enum class Kind { T, U, V, W };
@@ -86,10 +86,9 @@ Vs chebyshev(Ctx& ctx, Kind kind, bool shifted, const char* name) {
         break;
     }
     // Closed forms inside (-1, 1), with theta = acos y.
-    Value theta =
-        hlo::binary(b, "stablehlo.atan2", sqrt(b, hlo::mul(b, hlo::sub(b, one, y), hlo::add(b, one, y))), y);
-    auto cos_ = [&](const Value& v) { return hlo::unary(b, "stablehlo.cosine", v); };
-    auto sin_ = [&](const Value& v) { return hlo::unary(b, "stablehlo.sine", v); };
+    Value theta = hlo::atan2(b, sqrt(b, hlo::mul(b, hlo::sub(b, one, y), hlo::add(b, one, y))), y);
+    auto cos_ = [&](const Value& v) { return hlo::cos(b, v); };
+    auto sin_ = [&](const Value& v) { return hlo::sin(b, v); };
     Value closed;
     int threshold = 8;
     switch (kind) {

@@ -44,7 +44,7 @@ Value airy_ai_(Builder& b, const Value& x) { return special::airy_ai(b, x); }
 
 // sin(x) / x: 1 at 0 and 0 at +-inf.
 Value spherical_j0_(Builder& b, const Value& x) {
-  Value r = hlo::div(b, hlo::unary(b, "stablehlo.sine", x), x);
+  Value r = hlo::div(b, hlo::sin(b, x), x);
   r = hlo::select(b, eq(b, x, 0), cst(b, x, 1), r);
   return hlo::select(b, is_inf(b, x), cst(b, x, 0), r);
 }
@@ -70,7 +70,8 @@ Value entr_(Builder& b, const Value& x) {
 void require_zeta_domain(Ctx& ctx, const Value& unsupported, const char* name) {
   std::vector<int64_t> dims;
   for (int i = 0; i < unsupported.rank(); ++i) dims.push_back(i);
-  Value any = hlo::reduce(ctx.b, unsupported, hlo::constant(ctx.b, ir::DType::Bool, 0), dims, "stablehlo.or");
+  Value any =
+      hlo::reduce(ctx.b, unsupported, hlo::constant(ctx.b, ir::DType::Bool, 0), dims, hlo::Combiner::Or);
   ctx.require(not_(ctx.b, any), std::string("torch_tpu: ") + name + " supports arguments >= -64 on tpu");
 }
 
@@ -103,7 +104,7 @@ Vs lower_mvlgamma(Ctx& ctx) {
   });
   std::vector<int64_t> dims;
   for (int i = 0; i < domain.rank(); ++i) dims.push_back(i);
-  Value all = hlo::reduce(ctx.b, domain, hlo::constant(ctx.b, ir::DType::Bool, 1), dims, "stablehlo.and");
+  Value all = hlo::reduce(ctx.b, domain, hlo::constant(ctx.b, ir::DType::Bool, 1), dims, hlo::Combiner::And);
   ctx.require(all, "All elements must be greater than (p-1)/2");
   return out;
 }
@@ -113,7 +114,7 @@ Vs lower_zeta(Ctx& ctx) {
   Value unsupported;
   Vs out = compute(ctx, {"self", "other"}, [&](Builder& b, const Vs& x) {
     // Only integer s are defined for q < 0.
-    Value s_int = hlo::compare(b, x[0], hlo::unary(b, "stablehlo.floor", x[0]), "EQ");
+    Value s_int = hlo::compare(b, x[0], hlo::floor(b, x[0]), "EQ");
     unsupported = and_(b, special::zeta_unsupported(b, x[1]), s_int);
     return special::zeta(b, x[0], x[1]);
   });
@@ -131,7 +132,8 @@ Vs lower_incomplete_gamma(Ctx& ctx) {
   });
   std::vector<int64_t> dims;
   for (int i = 0; i < unsupported.rank(); ++i) dims.push_back(i);
-  Value any = hlo::reduce(ctx.b, unsupported, hlo::constant(ctx.b, ir::DType::Bool, 0), dims, "stablehlo.or");
+  Value any =
+      hlo::reduce(ctx.b, unsupported, hlo::constant(ctx.b, ir::DType::Bool, 0), dims, hlo::Combiner::Or);
   ctx.require(not_(ctx.b, any), std::string("torch_tpu: ") + (Upper ? "igammac" : "igamma") +
                                     " supports a > 150 on tpu only away from x ~ a (x < a/2 or x > 2a)");
   return out;

@@ -68,7 +68,7 @@ bool is_f64(const Value& x) { return x.dtype() == DType::F64; }
 // hi^2 is exact (x is capped far below 2^8) and x^2 = hi^2 + lo * (x + hi). Rounding x^2
 // directly would cost a relative error of x^2 * eps, ~100 ulp for f32 near x = 10.
 Value exp_neg_square(Builder& b, const Value& x) {
-  Value hi = ew::mul_c(b, hlo::unary(b, "stablehlo.round_nearest_even", ew::mul_c(b, x, 16)), 1.0 / 16);
+  Value hi = ew::mul_c(b, hlo::round_nearest_even(b, ew::mul_c(b, x, 16)), 1.0 / 16);
   Value lo = hlo::sub(b, x, hi);
   Value e_hi = ew::exp(b, hlo::neg(b, hlo::mul(b, hi, hi)));
   // 1 + expm1 rather than exp: XLA rewrites exp(a) * exp(b) into exp(a + b), which would undo
