@@ -1,6 +1,7 @@
 """The CMake build (CMakeLists.txt) as installed by scripts/install.sh: the C++ unit tests of the
-torch-free core pass under ctest, both binaries bind every lowering written in the sources, and
-the installed build is current (the test command never needs to rebuild)."""
+torch-free core pass under ctest, both binaries bind every lowering written in the sources, only
+the hlo:: emitters spell StableHLO op names, and the installed build is current (the test
+command never needs to rebuild)."""
 
 import filecmp
 import glob
@@ -35,6 +36,29 @@ def lowering_names_in_sources():
         with open(path) as f:
             names.update(pattern.findall(f.read()))
     return names
+
+
+# C++ string and character literals, comments and raw strings as whole tokens, so a `//` or a
+# quote inside one does not start another.
+_CPP_TOKEN = re.compile(
+    r"//[^\n]*|/\*.*?\*/"
+    r'|(?<![A-Za-z0-9_])R"([^(\s]*)\(.*?\)\1"'
+    r'|"(?:\\.|[^"\\\n])*"'
+    r"|(?<![A-Za-z0-9_])'(?:\\.|[^'\\\n])+'",
+    re.DOTALL,
+)
+# The files under csrc/lowering that emit StableHLO by op name: the hlo:: emitters and the
+# collectives' own emitter layer. Everything else calls them.
+EMITTER_FILES = {"core/hlo.cpp", "core/hlo_elementwise.cpp", "collectives/collectives.cpp"}
+
+
+def stablehlo_op_strings(text):
+    """(line, literal) for every string literal in C++ source `text` that starts with "stablehlo."."""
+    found = []
+    for m in _CPP_TOKEN.finditer(text):
+        if m.group(0).startswith('"stablehlo.'):
+            found.append((text.count("\n", 0, m.start()) + 1, m.group(0)))
+    return found
 
 
 def test_cpp_unit_tests_pass_under_ctest(build_dir):
@@ -85,6 +109,37 @@ def test_registration_rejects_misspelt_ops_and_argument_names():
     with pytest.raises(RuntimeError, match="do not match this torch's operators: aten::add.Tensr"):
         _C._check_scratch_registry(scratch, strict=True)
     assert _C._check_scratch_registry(scratch[:1], strict=True) == []
+
+
+def test_only_the_emitters_spell_stablehlo_op_names():
+    """Lowerings emit StableHLO through the hlo:: emitters (lowering/core/hlo.h), which infer
+    result types and check operand types; an op name string outside them would bypass both.
+    C++ tests (*_test.cpp) may name ops to inspect the text a program was emitted as."""
+    folder = os.path.join(ROOT, "csrc", "lowering")
+    offenders, in_emitters = [], 0
+    for path in sorted(glob.glob(os.path.join(folder, "**", "*"), recursive=True)):
+        rel = os.path.relpath(path, folder).replace(os.sep, "/")
+        if not rel.endswith((".cpp", ".h")) or rel.endswith("_test.cpp"):
+            continue
+        with open(path) as f:
+            found = stablehlo_op_strings(f.read())
+        if rel in EMITTER_FILES:
+            in_emitters += len(found)
+        else:
+            offenders += [f"csrc/lowering/{rel}:{line}: {literal}" for line, literal in found]
+    assert offenders == [], "StableHLO op names outside the hlo:: emitters:\n" + "\n".join(
+        offenders
+    )
+    assert in_emitters > 50  # the scan itself finds the emitters' op names
+
+
+def test_op_string_scan_skips_comments():
+    src = (
+        'a(); // "stablehlo.add" in a comment\n'
+        'b("x // y", "stablehlo.sub"); /* "stablehlo.z" */ c(\'"\', R"(")");\n'
+        'd("stablehlo." + name);\n'
+    )
+    assert stablehlo_op_strings(src) == [(2, '"stablehlo.sub"'), (3, '"stablehlo."')]
 
 
 def test_installed_build_is_current(build_dir):

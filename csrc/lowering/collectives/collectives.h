@@ -3,7 +3,7 @@
 // program holding them is compiled for N replicas and launched on N devices at once
 // (exec/in_program_collective.h); replica ids are positions in that launch.
 // This is the emitter layer for these ops, as lowering/core/hlo.h is for the others: the one
-// file besides hlo*.cpp that spells StableHLO op names.
+// file besides hlo*.cpp that spells StableHLO op names (tests/test_build.py checks).
 #pragma once
 #include <cstdint>
 #include <string>

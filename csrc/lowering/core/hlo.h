@@ -1,8 +1,9 @@
 // Typed emitters for StableHLO ops: the vocabulary every lowering is written in. Lowerings emit
 // StableHLO only through these functions (and lowering/collectives/collectives.h for the
-// cross-replica ops); no op name is spelled outside them. This header has constants, shape and
-// data movement, reductions, windows, contractions, indexing, sorting, loops and the rest; the
-// elementwise ops are in lowering/core/hlo_elementwise.h, which it includes.
+// cross-replica ops); no op name is spelled outside them (tests/test_build.py checks). This
+// header has constants, shape and data movement, reductions, windows, contractions, indexing,
+// sorting, loops and the rest; the elementwise ops are in lowering/core/hlo_elementwise.h,
+// which it includes.
 #pragma once
 #include <cstdint>
 #include <string>
