@@ -25,28 +25,26 @@ std::vector<ir::Value> masked_outputs(Ctx& c, const std::vector<ir::Value>& valu
   std::vector<ir::Value> out;
   for (size_t k = 0; k < c.out_types.size(); ++k) {
     const int i = static_cast<int>(k);
-    out.push_back(k < values.size() && values[k].valid() ? finish(c, values[k], i) : hlo::full(c.b, c.out(i), 0));
+    out.push_back(k < values.size() && values[k].valid() ? finish(c, values[k], i)
+                                                         : hlo::full(c.b, c.out(i), 0));
   }
   return out;
 }
 
 ir::Value conj(ir::Builder& b, const ir::Value& x) {
   if (!ir::is_complex(x.dtype())) return x;
-  ir::Type part = hlo::with_dtype(x.type, ir::real_type(x.dtype()));
-  ir::Value re = b.op1("stablehlo.real", {x}, part), im = b.op1("stablehlo.imag", {x}, part);
-  return b.op1("stablehlo.complex", {re, hlo::neg(b, im)}, x.type);
+  return hlo::complex(b, hlo::real(b, x), hlo::neg(b, hlo::imag(b, x)));
 }
 
 ir::Value abs(ir::Builder& b, const ir::Value& x) {
-  if (ir::is_complex(x.dtype()))
-    return b.op1("stablehlo.abs", {x}, hlo::with_dtype(x.type, ir::real_type(x.dtype())));
   if (ir::is_unsigned(x.dtype())) return x;  // bool and unsigned integers
-  return hlo::unary(b, "stablehlo.abs", x);
+  return hlo::abs(b, x);                     // a complex value's magnitude is real
 }
 
 void require_real(ir::DType t, std::string_view op) {
   if (ir::is_complex(t))
-    throw std::invalid_argument("torch_tpu: " + std::string(op) + " does not support complex tensors on tpu yet");
+    throw std::invalid_argument("torch_tpu: " + std::string(op) +
+                                " does not support complex tensors on tpu yet");
 }
 
 }  // namespace tpu::lowering
