@@ -70,25 +70,21 @@ Value diagonal(Builder& b, const Value& x) {
   return reduce::sum(b, hlo::select(b, on, sq, hlo::full(b, sq.type, 0)), {r - 1});
 }
 
-Value row_at(Builder& b, const Value& x, const Value& idx) {
-  int r = x.rank();
+namespace {
+// Entry `idx` (one per batch element: the dimensions before `dim`) along dimension `dim` of x.
+Value pick_at(Builder& b, const Value& x, const Value& idx, int dim) {
   std::vector<int64_t> kept;
-  for (int i = 0; i < r - 2; ++i) kept.push_back(i);
+  for (int i = 0; i < dim; ++i) kept.push_back(i);
   Type it{DType::I64, x.shape()};
-  Value at = hlo::compare(b, hlo::iota(b, it, r - 2),
+  Value at = hlo::compare(b, hlo::iota(b, it, dim),
                           hlo::broadcast_in_dim(b, hlo::convert(b, idx, DType::I64), x.shape(), kept), "EQ");
-  return reduce::sum(b, hlo::select(b, at, x, hlo::full(b, x.type, 0)), {r - 2});
+  return reduce::sum(b, hlo::select(b, at, x, hlo::full(b, x.type, 0)), {dim});
 }
+}  // namespace
 
-Value elem_at(Builder& b, const Value& x, const Value& idx) {
-  int r = x.rank();
-  std::vector<int64_t> kept;
-  for (int i = 0; i < r - 1; ++i) kept.push_back(i);
-  Type it{DType::I64, x.shape()};
-  Value at = hlo::compare(b, hlo::iota(b, it, r - 1),
-                          hlo::broadcast_in_dim(b, hlo::convert(b, idx, DType::I64), x.shape(), kept), "EQ");
-  return reduce::sum(b, hlo::select(b, at, x, hlo::full(b, x.type, 0)), {r - 1});
-}
+Value row_at(Builder& b, const Value& x, const Value& idx) { return pick_at(b, x, idx, x.rank() - 2); }
+
+Value elem_at(Builder& b, const Value& x, const Value& idx) { return pick_at(b, x, idx, x.rank() - 1); }
 
 Value triangular_solve(Builder& b, const Value& a, const Value& rhs, bool left, bool lower,
                        bool unit_diagonal, bool transpose_a, bool conjugate) {

@@ -254,18 +254,8 @@ std::vector<Value> lower_index_select(Ctx& c) {
   const Value& index = c.tensor("index");
   const int64_t n = index.type.numel();
   idx::require_in_range(c, index, self.shape()[dim], false, "index out of range in self");
-  Value ind = hlo::reshape(c.b, idx::wrap_index(c.b, index, self.shape()[dim]), {n, 1});
-  idx::GatherDims d;
-  for (int64_t i = 0; i < self.rank(); ++i)
-    if (i != dim) d.offset_dims.push_back(i);
-  d.collapsed_slice_dims = {dim};
-  d.start_index_map = {dim};
-  d.index_vector_dim = 1;
-  d.slice_sizes = self.shape();
-  d.slice_sizes[dim] = 1;
-  // Gather puts the index (batch) dimension first among non-offset positions: with offset_dims
-  // listing every position but `dim`, the batch dimension lands at `dim`.
-  return {hlo::reshape(c.b, idx::gather(c.b, self, ind, d), c.out().shape)};
+  Value ind = hlo::reshape(c.b, idx::wrap_index(c.b, index, self.shape()[dim]), {n});
+  return {hlo::reshape(c.b, idx::gather_along(c.b, self, dim, ind), c.out().shape)};
 }
 
 // Shared body of index_add / index_copy / index_fill: rows `updates` (self's shape with `dim`

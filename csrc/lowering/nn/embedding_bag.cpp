@@ -216,16 +216,16 @@ std::vector<Value> lower_embedding_bag_psw_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::_embedding_bag", lower_embedding_bag,
-             reads({"weight", "indices", "offsets", "mode", "per_sample_weights", "padding_idx"}));
-TPU_LOWERING("aten::_embedding_bag_forward_only", lower_embedding_bag,
-             reads({"weight", "indices", "offsets", "mode", "per_sample_weights", "padding_idx"}));
-TPU_LOWERING("aten::_embedding_bag_backward", lower_embedding_bag_backward,
-             reads({"grad", "indices", "offset2bag", "bag_size", "maximum_indices", "num_weights",
-                    "scale_grad_by_freq", "mode", "per_sample_weights", "padding_idx"}));
-TPU_LOWERING("aten::_embedding_bag_dense_backward", lower_embedding_bag_backward,
-             reads({"grad", "indices", "offset2bag", "bag_size", "maximum_indices", "num_weights",
-                    "scale_grad_by_freq", "mode", "per_sample_weights", "padding_idx"}));
+const Signature kEmbeddingBagReads =
+    reads({"weight", "indices", "offsets", "mode", "per_sample_weights", "padding_idx"});
+const Signature kEmbeddingBagBackwardReads =
+    reads({"grad", "indices", "offset2bag", "bag_size", "maximum_indices", "num_weights",
+           "scale_grad_by_freq", "mode", "per_sample_weights", "padding_idx"});
+
+TPU_LOWERING("aten::_embedding_bag", lower_embedding_bag, kEmbeddingBagReads);
+TPU_LOWERING("aten::_embedding_bag_forward_only", lower_embedding_bag, kEmbeddingBagReads);
+TPU_LOWERING("aten::_embedding_bag_backward", lower_embedding_bag_backward, kEmbeddingBagBackwardReads);
+TPU_LOWERING("aten::_embedding_bag_dense_backward", lower_embedding_bag_backward, kEmbeddingBagBackwardReads);
 TPU_LOWERING("aten::_embedding_bag_per_sample_weights_backward", lower_embedding_bag_psw_backward,
              reads({"grad", "weight", "indices", "offset2bag", "padding_idx"}));
 

@@ -467,15 +467,14 @@ std::vector<Value> lower_grid_sampler_backward(Ctx& c) {
 
 }  // namespace
 
-TPU_LOWERING("aten::grid_sampler_2d", lower_grid_sampler,
-             reads({"input", "grid", "interpolation_mode", "padding_mode", "align_corners"}));
-TPU_LOWERING("aten::grid_sampler_3d", lower_grid_sampler,
-             reads({"input", "grid", "interpolation_mode", "padding_mode", "align_corners"}));
-TPU_LOWERING("aten::grid_sampler_2d_backward", lower_grid_sampler_backward,
-             reads({"grad_output", "input", "grid", "interpolation_mode", "padding_mode", "align_corners",
-                    "output_mask"}));
-TPU_LOWERING("aten::grid_sampler_3d_backward", lower_grid_sampler_backward,
-             reads({"grad_output", "input", "grid", "interpolation_mode", "padding_mode", "align_corners",
-                    "output_mask"}));
+const Signature kGridSamplerReads =
+    reads({"input", "grid", "interpolation_mode", "padding_mode", "align_corners"});
+const Signature kGridSamplerBackwardReads = reads(
+    {"grad_output", "input", "grid", "interpolation_mode", "padding_mode", "align_corners", "output_mask"});
+
+TPU_LOWERING("aten::grid_sampler_2d", lower_grid_sampler, kGridSamplerReads);
+TPU_LOWERING("aten::grid_sampler_3d", lower_grid_sampler, kGridSamplerReads);
+TPU_LOWERING("aten::grid_sampler_2d_backward", lower_grid_sampler_backward, kGridSamplerBackwardReads);
+TPU_LOWERING("aten::grid_sampler_3d_backward", lower_grid_sampler_backward, kGridSamplerBackwardReads);
 
 }  // namespace tpu::lowering

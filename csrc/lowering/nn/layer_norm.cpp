@@ -123,15 +123,27 @@ std::vector<Value> lower_layer_norm_backward(Ctx& c) {
   return masked_outputs(c, {dx, dw, db});
 }
 
-// native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd);
-// statistics per (sample, group) over C/group channels and the spatial positions.
-std::vector<Value> lower_group_norm(Ctx& c) {
-  Builder& b = c.b;
+// Group norm's input as [N, group, C/group, HxW] in its accumulation dtype.
+struct Groups {
+  int64_t n, ch, hw, g;
+  DType acc;
+  Shape s4;
+  Value x4;
+};
+
+Groups groups(Ctx& c) {
   Value x = c.tensor("input");
   DType acc = compute_dtype(x.dtype());
   int64_t n = c.int_arg("N"), ch = c.int_arg("C"), hw = c.int_arg("HxW"), g = c.int_arg("group");
   Shape s4 = {n, g, ch / g, hw};
-  Value x4 = hlo::reshape(b, hlo::convert(b, x, acc), s4);
+  return {n, ch, hw, g, acc, s4, hlo::reshape(c.b, hlo::convert(c.b, x, acc), s4)};
+}
+
+// native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd);
+// statistics per (sample, group) over C/group channels and the spatial positions.
+std::vector<Value> lower_group_norm(Ctx& c) {
+  Builder& b = c.b;
+  auto [n, ch, hw, g, acc, s4, x4] = groups(c);
   Stats s = stats(b, x4, {2, 3}, c.tensor("eps"));
   Value y = hlo::mul(b, hlo::sub(b, x4, hlo::broadcast_in_dim(b, s.mean, s4, {0, 1})),
                      hlo::broadcast_in_dim(b, s.rstd, s4, {0, 1}));
@@ -148,11 +160,7 @@ std::vector<Value> lower_group_norm(Ctx& c) {
 // output_mask): the layer-norm formulas per (sample, group), with dw/db summed per channel.
 std::vector<Value> lower_group_norm_backward(Ctx& c) {
   Builder& b = c.b;
-  Value x = c.tensor("input");
-  DType acc = compute_dtype(x.dtype());
-  int64_t n = c.int_arg("N"), ch = c.int_arg("C"), hw = c.int_arg("HxW"), g = c.int_arg("group");
-  Shape s4 = {n, g, ch / g, hw};
-  Value x4 = hlo::reshape(b, hlo::convert(b, x, acc), s4);
+  auto [n, ch, hw, g, acc, s4, x4] = groups(c);
   Value g4 = hlo::reshape(b, hlo::convert(b, c.tensor("grad_out"), acc), s4);
   auto per_group = [&](std::string_view name) {
     Value v = hlo::reshape(b, hlo::convert(b, c.tensor(name), acc), {n, g});

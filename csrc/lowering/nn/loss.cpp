@@ -146,12 +146,17 @@ Value runtime_scalar(Ctx& c, std::string_view name, const Value& like) {
   return hlo::broadcast_in_dim(c.b, hlo::convert(c.b, c.tensor(name), like.dtype()), like.shape(), {});
 }
 
+// |self - target| in the accumulation dtype, broadcast to the elementwise loss shape.
+Value abs_difference(Ctx& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  Shape s = loss_shape(c, {"self", "target"});
+  return hlo::abs(c.b, hlo::sub(c.b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
+}
+
 // |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta  (beta = 0 gives |d|, the l1 loss, as on CPU)
 std::vector<Value> lower_smooth_l1(Ctx& c) {
   Builder& b = c.b;
-  DType acc = compute_dtype(c.out().dtype);
-  Shape s = loss_shape(c, {"self", "target"});
-  Value z = hlo::abs(b, hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
+  Value z = abs_difference(c);
   Value beta = runtime_scalar(c, "beta", z);
   Value half = scalar(b, z, 0.5);
   Value quad = hlo::div(b, hlo::mul(b, half, hlo::mul(b, z, z)), beta);
@@ -163,9 +168,7 @@ std::vector<Value> lower_smooth_l1(Ctx& c) {
 // |d| < delta ? 0.5 d^2 : delta * (|d| - 0.5 delta)
 std::vector<Value> lower_huber(Ctx& c) {
   Builder& b = c.b;
-  DType acc = compute_dtype(c.out().dtype);
-  Shape s = loss_shape(c, {"self", "target"});
-  Value z = hlo::abs(b, hlo::sub(b, arg_as(c, "self", acc, s), arg_as(c, "target", acc, s)));
+  Value z = abs_difference(c);
   Value delta = runtime_scalar(c, "delta", z);
   Value half = scalar(b, z, 0.5);
   Value quad = hlo::mul(b, half, hlo::mul(b, z, z));
@@ -285,6 +288,9 @@ std::vector<Value> lower_nll_loss_backward(Ctx& c) {
 
 }  // namespace
 
+const Signature kNllLossBackwardReads =
+    reads({"grad_output", "self", "target", "weight", "reduction", "ignore_index", "total_weight"});
+
 TPU_LOWERING("aten::mse_loss", lower_mse_loss, reads({"self", "target", "reduction"}));
 TPU_LOWERING("aten::mse_loss_backward", lower_mse_loss_backward,
              reads({"grad_output", "self", "target", "reduction"}));
@@ -301,11 +307,9 @@ TPU_LOWERING("aten::huber_loss_backward", lower_huber_backward,
              reads({"grad_output", "self", "target", "reduction", "delta"}));
 TPU_LOWERING("aten::nll_loss_forward", lower_nll_loss_forward,
              reads({"self", "target", "weight", "reduction", "ignore_index"}));
-TPU_LOWERING("aten::nll_loss_backward", lower_nll_loss_backward,
-             reads({"grad_output", "self", "target", "weight", "reduction", "ignore_index", "total_weight"}));
+TPU_LOWERING("aten::nll_loss_backward", lower_nll_loss_backward, kNllLossBackwardReads);
 TPU_LOWERING("aten::nll_loss2d_forward", lower_nll_loss_forward,
              reads({"self", "target", "weight", "reduction", "ignore_index"}));
-TPU_LOWERING("aten::nll_loss2d_backward", lower_nll_loss_backward,
-             reads({"grad_output", "self", "target", "weight", "reduction", "ignore_index", "total_weight"}));
+TPU_LOWERING("aten::nll_loss2d_backward", lower_nll_loss_backward, kNllLossBackwardReads);
 
 }  // namespace tpu::lowering

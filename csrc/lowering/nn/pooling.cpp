@@ -263,18 +263,16 @@ std::vector<Value> lower_avg_pool_backward(Ctx& c) {
   Value self = planes(b, c.tensor("self"), N);
   DType acc = compute_dtype(c.out().dtype);
   Shape in = spatial(self.shape(), N);
-  Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
-  Shape gshape = {self.dim(0)};
-  for (int d = 0; d < N; ++d) gshape.push_back(gy.dim(gy.rank() - N + d));
-  gy = hlo::reshape(b, gy, gshape);
+  Value gy = planes(b, hlo::convert(b, c.tensor("grad_output"), acc), N);
   Window w = window_args(c, N, false);
   Value gd = safe_div(
-      b, gy, avg_divisor(b, w, in, gshape, c.bool_arg("count_include_pad"), c.arg("divisor_override"), acc));
+      b, gy,
+      avg_divisor(b, w, in, gy.shape(), c.bool_arg("count_include_pad"), c.arg("divisor_override"), acc));
   // gx[i] = sum of gd[o] over windows o covering i: gd dilated by the stride, padded so that a
   // stride-1 window of the kernel size ending at i + padding collects them.
   std::vector<int64_t> lo = {0}, hi = {0}, interior = {0};
   for (int d = 0; d < N; ++d) {
-    int64_t out = gshape[d + 1];
+    int64_t out = gy.dim(d + 1);
     lo.push_back(w.kernel[d] - 1 - w.padding[d]);
     hi.push_back(in[d] + w.padding[d] - 1 - (out - 1) * w.stride[d]);
     interior.push_back(w.stride[d] - 1);
@@ -449,11 +447,8 @@ std::vector<Value> lower_adaptive_avg_pool_backward(Ctx& c) {
   Value self = planes(b, c.tensor("self"), N);
   DType acc = compute_dtype(c.out().dtype);
   Shape in = spatial(self.shape(), N);
-  Value gy = hlo::convert(b, c.tensor("grad_output"), acc);
-  Shape gshape = {self.dim(0)};
-  for (int d = 0; d < N; ++d) gshape.push_back(gy.dim(gy.rank() - N + d));
-  gy = hlo::reshape(b, gy, gshape);
-  Value g = hlo::div(b, gy, adaptive_divisor(b, in, gshape, acc));
+  Value gy = planes(b, hlo::convert(b, c.tensor("grad_output"), acc), N);
+  Value g = hlo::div(b, gy, adaptive_divisor(b, in, gy.shape(), acc));
   for (int d = 0; d < N; ++d) g = adaptive_spread_dim(b, g, d + 1, in[d]);
   return {finish(c, g)};
 }
@@ -498,6 +493,11 @@ std::vector<Value> lower_adaptive_max_pool(Ctx& c) {
 
 }  // namespace
 
+const Signature kAvgPoolReads =
+    reads({"self", "kernel_size", "stride", "padding", "count_include_pad", "divisor_override"});
+const Signature kAvgPoolBackwardReads = reads(
+    {"grad_output", "self", "kernel_size", "stride", "padding", "count_include_pad", "divisor_override"});
+
 TPU_LOWERING("aten::max_pool2d_with_indices", lower_max_pool<2>,
              reads({"self", "kernel_size", "stride", "padding", "dilation"}));
 TPU_LOWERING("aten::max_pool3d_with_indices", lower_max_pool<3>,
@@ -506,16 +506,10 @@ TPU_LOWERING("aten::max_pool2d_with_indices_backward", lower_max_pool_backward<2
              reads({"grad_output", "self", "indices"}));
 TPU_LOWERING("aten::max_pool3d_with_indices_backward", lower_max_pool_backward<3>,
              reads({"grad_output", "self", "indices"}));
-TPU_LOWERING("aten::avg_pool2d", lower_avg_pool<2>,
-             reads({"self", "kernel_size", "stride", "padding", "count_include_pad", "divisor_override"}));
-TPU_LOWERING("aten::avg_pool3d", lower_avg_pool<3>,
-             reads({"self", "kernel_size", "stride", "padding", "count_include_pad", "divisor_override"}));
-TPU_LOWERING("aten::avg_pool2d_backward", lower_avg_pool_backward<2>,
-             reads({"grad_output", "self", "kernel_size", "stride", "padding", "count_include_pad",
-                    "divisor_override"}));
-TPU_LOWERING("aten::avg_pool3d_backward", lower_avg_pool_backward<3>,
-             reads({"grad_output", "self", "kernel_size", "stride", "padding", "count_include_pad",
-                    "divisor_override"}));
+TPU_LOWERING("aten::avg_pool2d", lower_avg_pool<2>, kAvgPoolReads);
+TPU_LOWERING("aten::avg_pool3d", lower_avg_pool<3>, kAvgPoolReads);
+TPU_LOWERING("aten::avg_pool2d_backward", lower_avg_pool_backward<2>, kAvgPoolBackwardReads);
+TPU_LOWERING("aten::avg_pool3d_backward", lower_avg_pool_backward<3>, kAvgPoolBackwardReads);
 TPU_LOWERING("aten::_adaptive_avg_pool2d", lower_adaptive_avg_pool<2>, reads({"self"}));
 TPU_LOWERING("aten::_adaptive_avg_pool3d", lower_adaptive_avg_pool<3>, reads({"self"}));
 TPU_LOWERING("aten::_adaptive_avg_pool2d_backward", lower_adaptive_avg_pool_backward<2>,

@@ -283,11 +283,22 @@ std::optional<double> scale_arg(const Ctx& c, std::string_view name) {
 
 bool interpolates(Mode m) { return m != Mode::Nearest && m != Mode::NearestExact; }
 
-// The scale of each of the N resized dimensions: scales, or scales_h/_w, or scales_d/_h/_w.
-std::optional<double> scale_of(const Ctx& c, int n, int d) {
-  static const char* const names[3][3] = {
+// The schema names of an N-d upsample's scales, one per resized dimension.
+const std::vector<std::string>& scale_names(int n) {
+  static const std::vector<std::string> names[3] = {
       {"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
-  return scale_arg(c, names[n - 1][d]);
+  return names[n - 1];
+}
+
+std::optional<double> scale_of(const Ctx& c, int n, int d) { return scale_arg(c, scale_names(n)[d]); }
+
+// What upsample_* (or its backward) reads: the input (grad_output and input_size), output_size,
+// align_corners when the mode interpolates, and the N scales as compile-time constants.
+Signature upsample_reads(Mode m, int n, bool backward) {
+  std::vector<std::string> names = {backward ? "grad_output" : "self", "output_size"};
+  if (backward) names.push_back("input_size");
+  if (interpolates(m)) names.push_back("align_corners");
+  return reads(names, scale_names(n));
 }
 
 // upsample_*(self, output_size, [align_corners,] scales...)
@@ -338,50 +349,49 @@ std::vector<Value> lower_upsample_backward(Ctx& c) {
 }  // namespace
 
 TPU_LOWERING("aten::upsample_nearest1d", lower_upsample<Mode::Nearest, 1>,
-             reads({"self", "output_size"}, {"scales"}));
+             upsample_reads(Mode::Nearest, 1, false));
 TPU_LOWERING("aten::upsample_nearest2d", lower_upsample<Mode::Nearest, 2>,
-             reads({"self", "output_size"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::Nearest, 2, false));
 TPU_LOWERING("aten::upsample_nearest3d", lower_upsample<Mode::Nearest, 3>,
-             reads({"self", "output_size"}, {"scales_d", "scales_h", "scales_w"}));
+             upsample_reads(Mode::Nearest, 3, false));
 TPU_LOWERING("aten::_upsample_nearest_exact1d", lower_upsample<Mode::NearestExact, 1>,
-             reads({"self", "output_size"}, {"scales"}));
+             upsample_reads(Mode::NearestExact, 1, false));
 TPU_LOWERING("aten::_upsample_nearest_exact2d", lower_upsample<Mode::NearestExact, 2>,
-             reads({"self", "output_size"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::NearestExact, 2, false));
 TPU_LOWERING("aten::_upsample_nearest_exact3d", lower_upsample<Mode::NearestExact, 3>,
-             reads({"self", "output_size"}, {"scales_d", "scales_h", "scales_w"}));
+             upsample_reads(Mode::NearestExact, 3, false));
 TPU_LOWERING("aten::upsample_linear1d", lower_upsample<Mode::Linear, 1>,
-             reads({"self", "output_size", "align_corners"}, {"scales"}));
+             upsample_reads(Mode::Linear, 1, false));
 TPU_LOWERING("aten::upsample_bilinear2d", lower_upsample<Mode::Linear, 2>,
-             reads({"self", "output_size", "align_corners"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::Linear, 2, false));
 TPU_LOWERING("aten::upsample_trilinear3d", lower_upsample<Mode::Linear, 3>,
-             reads({"self", "output_size", "align_corners"}, {"scales_d", "scales_h", "scales_w"}));
+             upsample_reads(Mode::Linear, 3, false));
 TPU_LOWERING("aten::upsample_bicubic2d", lower_upsample<Mode::Cubic, 2>,
-             reads({"self", "output_size", "align_corners"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::Cubic, 2, false));
 TPU_LOWERING("aten::_upsample_bilinear2d_aa", lower_upsample<Mode::LinearAA, 2>,
-             reads({"self", "output_size", "align_corners"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::LinearAA, 2, false));
 
 TPU_LOWERING("aten::upsample_nearest1d_backward", lower_upsample_backward<Mode::Nearest, 1>,
-             reads({"grad_output", "output_size", "input_size"}, {"scales"}));
+             upsample_reads(Mode::Nearest, 1, true));
 TPU_LOWERING("aten::upsample_nearest2d_backward", lower_upsample_backward<Mode::Nearest, 2>,
-             reads({"grad_output", "output_size", "input_size"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::Nearest, 2, true));
 TPU_LOWERING("aten::upsample_nearest3d_backward", lower_upsample_backward<Mode::Nearest, 3>,
-             reads({"grad_output", "output_size", "input_size"}, {"scales_d", "scales_h", "scales_w"}));
+             upsample_reads(Mode::Nearest, 3, true));
 TPU_LOWERING("aten::_upsample_nearest_exact1d_backward", lower_upsample_backward<Mode::NearestExact, 1>,
-             reads({"grad_output", "output_size", "input_size"}, {"scales"}));
+             upsample_reads(Mode::NearestExact, 1, true));
 TPU_LOWERING("aten::_upsample_nearest_exact2d_backward", lower_upsample_backward<Mode::NearestExact, 2>,
-             reads({"grad_output", "output_size", "input_size"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::NearestExact, 2, true));
 TPU_LOWERING("aten::_upsample_nearest_exact3d_backward", lower_upsample_backward<Mode::NearestExact, 3>,
-             reads({"grad_output", "output_size", "input_size"}, {"scales_d", "scales_h", "scales_w"}));
+             upsample_reads(Mode::NearestExact, 3, true));
 TPU_LOWERING("aten::upsample_linear1d_backward", lower_upsample_backward<Mode::Linear, 1>,
-             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales"}));
+             upsample_reads(Mode::Linear, 1, true));
 TPU_LOWERING("aten::upsample_bilinear2d_backward", lower_upsample_backward<Mode::Linear, 2>,
-             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::Linear, 2, true));
 TPU_LOWERING("aten::upsample_trilinear3d_backward", lower_upsample_backward<Mode::Linear, 3>,
-             reads({"grad_output", "output_size", "input_size", "align_corners"},
-                   {"scales_d", "scales_h", "scales_w"}));
+             upsample_reads(Mode::Linear, 3, true));
 TPU_LOWERING("aten::upsample_bicubic2d_backward", lower_upsample_backward<Mode::Cubic, 2>,
-             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::Cubic, 2, true));
 TPU_LOWERING("aten::_upsample_bilinear2d_aa_backward", lower_upsample_backward<Mode::LinearAA, 2>,
-             reads({"grad_output", "output_size", "input_size", "align_corners"}, {"scales_h", "scales_w"}));
+             upsample_reads(Mode::LinearAA, 2, true));
 
 }  // namespace tpu::lowering

@@ -64,22 +64,29 @@ Value apply(Ctx& c, Bin op, const Value& x, const Value& y) {
   return x;
 }
 
-// self[k] op (alpha *) other[k], for every overload shape (List, Scalar, ScalarList, Tensor);
-// only add and sub take alpha, and only in their List and Tensor overloads.
-std::vector<Value> binary(Ctx& c, Bin op, bool with_alpha = false) {
+// One result per list element k: fn(k, at) computes it from values that at(v) converts to
+// output k's compute dtype and broadcasts to its shape; the result gets output k's dtype.
+template <typename F>
+std::vector<Value> each(Ctx& c, F fn) {
   std::vector<Value> outs;
   for (size_t k = 0; k < list_size(c); ++k) {
     const ir::Type& out = c.out(k);
     const DType t = compute_dtype(out.dtype);
-    Value x = as(c, c.arg("self").values[k], t, out.shape);
-    Value y = as(c, nth(c, c.declared_one_of({"other", "scalar", "scalars"}), k), t, out.shape);
-    if (with_alpha && c.has("alpha")) {
-      Value alpha = as(c, c.tensor("alpha"), t, out.shape);
-      y = apply(c, Bin::Mul, alpha, y);
-    }
-    outs.push_back(hlo::convert(c.b, apply(c, op, x, y), out.dtype));
+    auto at = [&](const Value& v) { return as(c, v, t, out.shape); };
+    outs.push_back(hlo::convert(c.b, fn(k, at), out.dtype));
   }
   return outs;
+}
+
+// self[k] op (alpha *) other[k], for every overload shape (List, Scalar, ScalarList, Tensor);
+// only add and sub take alpha, and only in their List and Tensor overloads.
+std::vector<Value> binary(Ctx& c, Bin op, bool with_alpha = false) {
+  std::string_view other = c.declared_one_of({"other", "scalar", "scalars"});
+  return each(c, [&](size_t k, auto at) {
+    Value y = at(nth(c, other, k));
+    if (with_alpha && c.has("alpha")) y = apply(c, Bin::Mul, at(c.tensor("alpha")), y);
+    return apply(c, op, at(c.arg("self").values[k]), y);
+  });
 }
 
 std::vector<Value> lower_add(Ctx& c) { return binary(c, Bin::Add, true); }
@@ -96,20 +103,13 @@ std::vector<Value> lower_minimum(Ctx& c) { return binary(c, Bin::Min); }
 // addcmul/addcdiv(self, tensor1, tensor2, value): self + value * t1 * t2 (or / t2), evaluated
 // left to right as the CPU kernel does: self + ((value * t1) op t2).
 std::vector<Value> addc(Ctx& c, bool divide) {
-  std::vector<Value> outs;
-  for (size_t k = 0; k < list_size(c); ++k) {
-    const ir::Type& out = c.out(k);
-    const DType t = compute_dtype(out.dtype);
-    Value self = as(c, c.arg("self").values[k], t, out.shape);
-    Value t1 = as(c, c.arg("tensor1").values[k], t, out.shape);
-    Value t2 = as(c, c.arg("tensor2").values[k], t, out.shape);
-    Value prod = t1;
-    std::string_view value = c.declared_one_of({"value", "scalars"});
-    if (c.has(value)) prod = apply(c, Bin::Mul, as(c, nth(c, value, k, true), t, out.shape), t1);
+  std::string_view value = c.declared_one_of({"value", "scalars"});
+  return each(c, [&](size_t k, auto at) {
+    Value t1 = at(c.arg("tensor1").values[k]), t2 = at(c.arg("tensor2").values[k]);
+    Value prod = c.has(value) ? apply(c, Bin::Mul, at(nth(c, value, k, true)), t1) : t1;
     prod = divide ? hlo::div(c.b, prod, t2) : apply(c, Bin::Mul, prod, t2);
-    outs.push_back(hlo::convert(c.b, apply(c, Bin::Add, self, prod), out.dtype));
-  }
-  return outs;
+    return apply(c, Bin::Add, at(c.arg("self").values[k]), prod);
+  });
 }
 
 std::vector<Value> lower_addcmul(Ctx& c) { return addc(c, false); }
@@ -118,20 +118,16 @@ std::vector<Value> lower_addcdiv(Ctx& c) { return addc(c, true); }
 // lerp(self, end, weight): PyTorch's two-sided formula, exact at weight 0 and 1:
 // |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
 std::vector<Value> lower_lerp(Ctx& c) {
-  std::vector<Value> outs;
-  for (size_t k = 0; k < list_size(c); ++k) {
-    const ir::Type& out = c.out(k);
-    const DType t = compute_dtype(out.dtype);
-    Value self = as(c, c.arg("self").values[k], t, out.shape);
-    Value end = as(c, c.arg("tensors1").values[k], t, out.shape);
-    Value w = as(c, nth(c, c.declared_one_of({"weight", "weights"}), k), t, out.shape);
+  std::string_view weight = c.declared_one_of({"weight", "weights"});
+  return each(c, [&](size_t k, auto at) {
+    Value self = at(c.arg("self").values[k]), end = at(c.arg("tensors1").values[k]);
+    Value w = at(nth(c, weight, k));
     Value diff = hlo::sub(c.b, end, self);
     Value small = hlo::compare(c.b, hlo::abs(c.b, w), hlo::full(c.b, w.type, 0.5), "LT");
     Value lo = hlo::add(c.b, self, hlo::mul(c.b, w, diff));
     Value hi = hlo::sub(c.b, end, hlo::mul(c.b, diff, hlo::sub(c.b, hlo::full(c.b, w.type, 1), w)));
-    outs.push_back(hlo::convert(c.b, hlo::select(c.b, small, lo, hi), out.dtype));
-  }
-  return outs;
+    return hlo::select(c.b, small, lo, hi);
+  });
 }
 
 // clamp_min / clamp_max: maximum / minimum with the bound (NaN in either propagates).
@@ -142,14 +138,7 @@ std::vector<Value> lower_clamp_max(Ctx& c) { return binary(c, Bin::Min); }
 
 template <typename F>
 std::vector<Value> unary_each(Ctx& c, F f) {
-  std::vector<Value> outs;
-  for (size_t k = 0; k < list_size(c); ++k) {
-    const ir::Type& out = c.out(k);
-    const DType t = compute_dtype(out.dtype);
-    Value x = as(c, c.arg("self").values[k], t, out.shape);
-    outs.push_back(hlo::convert(c.b, f(x), out.dtype));
-  }
-  return outs;
+  return each(c, [&](size_t k, auto at) { return f(at(c.arg("self").values[k])); });
 }
 
 std::vector<Value> lower_sqrt(Ctx& c) {

@@ -209,27 +209,18 @@ std::vector<Value> lower_fused_sgd(Ctx& c) {
 // write five (three) tensor lists. The functional forms are CompositeExplicitAutograd (clone,
 // then the in-place op), so they reach these lowerings too. Results are one per written tensor,
 // flattened in schema order, which is also what the functional forms return.
-TPU_LOWERING("aten::_fused_adam_", lower_fused_adam,
-             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
-                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
-                    "found_inf"}));
-TPU_LOWERING("aten::_fused_adam_.tensor_lr", lower_fused_adam,
-             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
-                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
-                    "found_inf"}));
-TPU_LOWERING("aten::_fused_adamw_", lower_fused_adamw,
-             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
-                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
-                    "found_inf"}));
-TPU_LOWERING("aten::_fused_adamw_.tensor_lr", lower_fused_adamw,
-             reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr",
-                    "beta1", "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale",
-                    "found_inf"}));
-TPU_LOWERING("aten::_fused_sgd_", lower_fused_sgd,
-             reads({"self", "grads", "momentum_buffer_list", "weight_decay", "momentum", "lr", "dampening",
-                    "nesterov", "maximize", "is_first_step", "grad_scale", "found_inf"}));
-TPU_LOWERING("aten::_fused_sgd_.tensor_lr", lower_fused_sgd,
-             reads({"self", "grads", "momentum_buffer_list", "weight_decay", "momentum", "lr", "dampening",
-                    "nesterov", "maximize", "is_first_step", "grad_scale", "found_inf"}));
+const Signature kFusedAdamReads =
+    reads({"self", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps", "lr", "beta1",
+           "beta2", "weight_decay", "eps", "amsgrad", "maximize", "grad_scale", "found_inf"});
+const Signature kFusedSgdReads =
+    reads({"self", "grads", "momentum_buffer_list", "weight_decay", "momentum", "lr", "dampening", "nesterov",
+           "maximize", "is_first_step", "grad_scale", "found_inf"});
+
+TPU_LOWERING("aten::_fused_adam_", lower_fused_adam, kFusedAdamReads);
+TPU_LOWERING("aten::_fused_adam_.tensor_lr", lower_fused_adam, kFusedAdamReads);
+TPU_LOWERING("aten::_fused_adamw_", lower_fused_adamw, kFusedAdamReads);
+TPU_LOWERING("aten::_fused_adamw_.tensor_lr", lower_fused_adamw, kFusedAdamReads);
+TPU_LOWERING("aten::_fused_sgd_", lower_fused_sgd, kFusedSgdReads);
+TPU_LOWERING("aten::_fused_sgd_.tensor_lr", lower_fused_sgd, kFusedSgdReads);
 
 }  // namespace tpu::lowering

@@ -136,30 +136,36 @@ Value reduce_segments(ir::Builder& b, const Segments& g, const Value& x, const s
   return r;
 }
 
-// segment_reduce(data, reduce, *, lengths, indices, offsets, axis, unsafe, initial)
-std::vector<Value> lower_segment_reduce(Ctx& c) {
+// The segments of `data` along `axis` (from lengths or offsets), and data as [b, s, i] in the
+// accumulation dtype: the CPU kernel accumulates in the output dtype itself (bf16 sums round at
+// every step).
+struct SegmentedData {
+  Segments g;
+  Value x;
+  DType acc;
+};
+
+SegmentedData segmented_data(Ctx& c) {
   const Value& data = c.tensor("data");
-  const std::string& reduce = c.arg("reduce").s;
   const int64_t axis = hlo::wrap_dim(c.int_arg("axis"), data.rank());
   Segments g = segments(c.b, data.shape(), axis, c.has("lengths") ? c.tensor("lengths") : Value(),
                         c.has("offsets") ? c.tensor("offsets") : Value());
-  // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
   const DType acc = c.out().dtype;
-  Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
+  return {g, hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc), acc};
+}
+
+// segment_reduce(data, reduce, *, lengths, indices, offsets, axis, unsafe, initial)
+std::vector<Value> lower_segment_reduce(Ctx& c) {
+  const std::string& reduce = c.arg("reduce").s;
+  auto [g, x, acc] = segmented_data(c);
   Value r = reduce_segments(c.b, g, x, reduce, c.has("initial"), c.has("initial") ? c.arg("initial").d : 0);
   return {hlo::reshape(c.b, hlo::convert(c.b, r, c.out().dtype), c.out().shape)};
 }
 
 // _segment_reduce_backward(grad, output, data, reduce, *, lengths, offsets, axis, initial)
 std::vector<Value> lower_segment_reduce_backward(Ctx& c) {
-  const Value& data = c.tensor("data");
   const std::string& reduce = c.arg("reduce").s;
-  const int64_t axis = hlo::wrap_dim(c.int_arg("axis"), data.rank());
-  Segments g = segments(c.b, data.shape(), axis, c.has("lengths") ? c.tensor("lengths") : Value(),
-                        c.has("offsets") ? c.tensor("offsets") : Value());
-  // The CPU kernel accumulates in the data dtype itself (bf16 sums round at every step).
-  const DType acc = c.out().dtype;
-  Value x = hlo::convert(c.b, hlo::reshape(c.b, data, {g.b, g.s, g.i}), acc);
+  auto [g, x, acc] = segmented_data(c);
   Value gy = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("grad"), {g.b, g.m, g.i}), acc);
   Value y = hlo::convert(c.b, hlo::reshape(c.b, c.tensor("output"), {g.b, g.m, g.i}), acc);
   Value valid = bcast_inner(c.b, g.valid, g.i);
