@@ -24,6 +24,8 @@
 
 namespace {
 
+using tpu::testing::contains;
+
 using tpu::exec::DiskCache;
 
 // A fresh, empty directory per call, all removed at exit.
@@ -77,10 +79,6 @@ std::vector<std::string> snapshot(const std::string& dir) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Another user's uid for chown; the tests that need it run only as root.

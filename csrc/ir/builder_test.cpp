@@ -15,6 +15,8 @@
 
 namespace {
 
+using tpu::testing::contains;
+
 using tpu::ir::Builder;
 using tpu::ir::DType;
 using tpu::ir::Shape;
@@ -22,10 +24,6 @@ using tpu::ir::Type;
 using tpu::ir::Value;
 using tpu::testing::HostArray;
 namespace hlo = tpu::lowering::hlo;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::vector<float> iota_f32(int64_t n, float scale = 1.f, float shift = 0.f) {
   std::vector<float> v(n);

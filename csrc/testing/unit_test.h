@@ -130,6 +130,11 @@ inline bool check_near(double a, double b, double tol, const char* ea, const cha
   return false;
 }
 
+// Whether `text` contains `part` (module text, error messages).
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 inline int run_all(int argc, char** argv) {
   std::string filter = argc > 1 ? argv[1] : "";
   int passed = 0, failed = 0;

@@ -14,16 +14,14 @@
 
 namespace {
 
+using tpu::testing::contains;
+
 using tpu::ir::Builder;
 using tpu::ir::DType;
 using tpu::ir::Type;
 using tpu::ir::Value;
 using tpu::testing::HostArray;
 namespace hlo = tpu::lowering::hlo;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // The module text of `b` with `v` as its only result.
 std::string text_of(Builder& b, const Value& v) {
