@@ -7,6 +7,8 @@
 
 namespace tpu::lowering::linalg {
 
+Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
+
 Value mT(Builder& b, const Value& x) {
   std::vector<int64_t> perm;
   for (int i = 0; i < x.rank(); ++i) perm.push_back(i);

@@ -16,6 +16,9 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
+// A 0-d int64 constant (loop counters and dynamic-slice starts).
+Value i64(Builder& b, int64_t v);
+
 // Swaps the last two dimensions (x.mT).
 Value mT(Builder& b, const Value& x);
 // The conjugate transpose x.mH (the conjugate itself: kit.h's conj).

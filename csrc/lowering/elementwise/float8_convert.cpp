@@ -35,7 +35,6 @@ struct Bits {
   Value sel(const Value& p, uint64_t x, const Value& y) const { return hlo::select(b, p, k(y, x), y); }
 };
 
-Value bitcast(Builder& b, const Value& x, DType t) { return hlo::bitcast_convert(b, x, t); }
 Value raw_convert(Builder& b, const Value& x, DType t) { return hlo::xla_convert(b, x, t); }
 
 // c10's fp8e4m3fn / fp8e5m2 / fp8e4m3fnuz / fp8e5m2fnuz _from_fp32_value: round to nearest
@@ -67,12 +66,13 @@ Format format(DType t) {
 Value from_f32_signed(Builder& b, const Value& x, DType t) {
   const Format f = format(t);
   Bits u{b};
-  Value bits = bitcast(b, x, DType::U32);
+  Value bits = hlo::bitcast_convert(b, x, DType::U32);
   Value sign = u.op(hlo::and_, bits, 0x80000000u);
   Value a = u.op(hlo::xor_, bits, sign);
   // Subnormal results: float(a) + float(denorm_mask), minus the mask's bits.
-  Value sum = hlo::add(b, bitcast(b, a, DType::F32), bitcast(b, u.k(a, f.denorm_mask), DType::F32));
-  Value denorm = u.op(hlo::sub, bitcast(b, sum, DType::U32), f.denorm_mask);
+  Value sum = hlo::add(b, hlo::bitcast_convert(b, a, DType::F32),
+                       hlo::bitcast_convert(b, u.k(a, f.denorm_mask), DType::F32));
+  Value denorm = u.op(hlo::sub, hlo::bitcast_convert(b, sum, DType::U32), f.denorm_mask);
   // Normal results: rebias the exponent (mod 2^32), round half to even, drop the low bits.
   const uint32_t rebias = static_cast<uint32_t>(f.bias - 127) << 23;
   Value odd = u.op(hlo::and_, u.op(hlo::shift_right_logical, a, f.shift), 1);
@@ -91,21 +91,21 @@ Value from_f32_signed(Builder& b, const Value& x, DType t) {
     r = u.sel(u.cmp(r, 0, "EQ"), 0, u.op(hlo::or_, r, sign8));
     r = u.sel(overflow, 0x80, r);
   }
-  return bitcast(b, raw_convert(b, r, DType::U8), t);
+  return hlo::bitcast_convert(b, raw_convert(b, r, DType::U8), t);
 }
 
 // c10's fp8e8m0fnu_from_fp32_value: the float32 exponent, rounded up when the dropped mantissa
 // is above half, or exactly half with a nonzero exponent; the sign is ignored; inf/NaN -> NaN.
 Value from_f32_e8m0(Builder& b, const Value& x) {
   Bits u{b};
-  Value bits = bitcast(b, x, DType::U32);
+  Value bits = hlo::bitcast_convert(b, x, DType::U32);
   Value e = u.op(hlo::and_, u.op(hlo::shift_right_logical, bits, 23), 0xFF);
   auto set = [&](uint32_t mask) { return u.cmp(u.op(hlo::and_, bits, mask), 0, "NE"); };
   Value rest = hlo::or_(b, hlo::or_(b, set(0x200000), set(0x1FFFFF)), u.cmp(e, 0, "GT"));
   Value up = hlo::and_(b, set(0x400000), rest);
   Value r = hlo::add(b, e, raw_convert(b, up, DType::U32));
   r = u.sel(u.cmp(e, 0xFF, "EQ"), 0xFF, r);
-  return bitcast(b, raw_convert(b, r, DType::U8), DType::F8E8M0FNU);
+  return hlo::bitcast_convert(b, raw_convert(b, r, DType::U8), DType::F8E8M0FNU);
 }
 
 Value from_f32(Builder& b, const Value& x, DType t) {
@@ -138,28 +138,29 @@ Value nan_as(Builder& b, const Value& n, DType t) {
   Bits u{b};
   switch (t) {
     case DType::F32:
-      return bitcast(b, n, DType::F32);
+      return hlo::bitcast_convert(b, n, DType::F32);
     case DType::F64: {
       Value w = raw_convert(b, n, DType::U64);
       Value sign = u.op(hlo::shift_left, u.op(hlo::and_, w, 0x80000000u), 32);
       Value payload = u.op(hlo::shift_left, u.op(hlo::and_, w, 0x7FFFFFu), 29);
-      return bitcast(b, u.op(hlo::or_, u.op(hlo::or_, sign, 0x7FF8000000000000u), payload), DType::F64);
+      return hlo::bitcast_convert(b, u.op(hlo::or_, u.op(hlo::or_, sign, 0x7FF8000000000000u), payload),
+                                  DType::F64);
     }
     case DType::F16: {
       Value sign = u.op(hlo::shift_right_logical, u.op(hlo::and_, n, 0x80000000u), 16);
       Value payload = u.op(hlo::shift_right_logical, u.op(hlo::and_, n, 0x7FFFFFu), 13);
       Value h = u.op(hlo::or_, u.op(hlo::or_, sign, 0x7E00u), payload);
-      return bitcast(b, raw_convert(b, h, DType::U16), DType::F16);
+      return hlo::bitcast_convert(b, raw_convert(b, h, DType::U16), DType::F16);
     }
     default:  // BF16: c10::BFloat16 maps every NaN to 0x7FC0
-      return bitcast(b, u.k(raw_convert(b, n, DType::U16), 0x7FC0u), DType::BF16);
+      return hlo::bitcast_convert(b, u.k(raw_convert(b, n, DType::U16), 0x7FC0u), DType::BF16);
   }
 }
 
 Value from_float8(Builder& b, const Value& x, DType t) {
   if (t != DType::F32 && t != DType::F64 && t != DType::F16 && t != DType::BF16)
     return hlo::convert(b, from_float8(b, x, DType::F32), t);
-  auto [nan, bits] = nan_of(b, bitcast(b, x, DType::U8), x.dtype());
+  auto [nan, bits] = nan_of(b, hlo::bitcast_convert(b, x, DType::U8), x.dtype());
   return hlo::select(b, nan, nan_as(b, bits, t), raw_convert(b, x, t));
 }
 
@@ -172,9 +173,9 @@ Value f64_to_f32(Builder& b, const Value& x) {
   Value mag = hlo::abs(b, x);
   Value tiny = hlo::compare(b, mag, hlo::full(b, mag.type, 0x1p-126), "LT");
   Value steps = hlo::round_nearest_even(b, hlo::mul(b, mag, hlo::full(b, mag.type, 0x1p149)));
-  Value sign = u.op(hlo::and_, bitcast(b, flushed, DType::U32), 0x80000000u);
+  Value sign = u.op(hlo::and_, hlo::bitcast_convert(b, flushed, DType::U32), 0x80000000u);
   Value sub = u.op(hlo::or_, sign, raw_convert(b, steps, DType::U32));
-  return hlo::select(b, tiny, bitcast(b, sub, DType::F32), flushed);
+  return hlo::select(b, tiny, hlo::bitcast_convert(b, sub, DType::F32), flushed);
 }
 
 }  // namespace

@@ -42,7 +42,6 @@ Layout layout(DType t) {
 Value icst(Builder& b, const Value& like, int64_t v) {
   return hlo::broadcast_to(b, hlo::constant_int(b, like.dtype(), v), like.shape());
 }
-Value bitcast(Builder& b, const Value& x, DType t) { return hlo::bitcast_convert(b, x, t); }
 Value band(Builder& b, const Value& x, int64_t m) { return hlo::and_(b, x, icst(b, x, m)); }
 Value bor(Builder& b, const Value& x, const Value& y) { return hlo::or_(b, x, y); }
 Value shl(Builder& b, const Value& x, const Value& n) { return hlo::shift_left(b, x, n); }
@@ -53,13 +52,13 @@ Value shr(Builder& b, const Value& x, int64_t n) { return hlo::shift_right_logic
 // subnormal carrying y's sign.
 Value nextafter_(Builder& b, const Value& x, const Value& y) {
   Layout l = layout(x.dtype());
-  Value bits = bitcast(b, x, l.bits);
+  Value bits = hlo::bitcast_convert(b, x, l.bits);
   Value away_from_zero = hlo::compare(b, hlo::compare(b, y, x, "GT"), gt(b, x, 0), "EQ");
   Value stepped = hlo::add(b, bits, hlo::select(b, away_from_zero, icst(b, bits, 1), icst(b, bits, -1)));
   int64_t sign_bit = static_cast<int64_t>(uint64_t{1} << (l.width() - 1));
   if (l.width() < 64) sign_bit = -(int64_t{1} << (l.width() - 1));  // the same bit, sign-extended
   Value tiny = hlo::select(b, signbit(b, y), icst(b, bits, sign_bit | 1), icst(b, bits, 1));
-  Value r = bitcast(b, hlo::select(b, eq(b, x, 0), tiny, stepped), x.dtype());
+  Value r = hlo::bitcast_convert(b, hlo::select(b, eq(b, x, 0), tiny, stepped), x.dtype());
   r = hlo::select(b, hlo::compare(b, x, y, "EQ"), y, r);
   return hlo::select(b, or_(b, is_nan(b, x), is_nan(b, y)), hlo::add(b, x, y), r);
 }
@@ -75,7 +74,7 @@ Vs lower_frexp(Ctx& ctx) {
   Builder& b = ctx.b;
   Value x = ctx.tensor("self");
   Layout l = layout(x.dtype());
-  Value bits = bitcast(b, x, l.bits);
+  Value bits = hlo::bitcast_convert(b, x, l.bits);
   int64_t mant_mask = (int64_t{1} << l.mantissa) - 1;
   int64_t exp_mask = (int64_t{1} << l.exponent) - 1;
   Value field = band(b, shr(b, bits, l.mantissa), exp_mask);
@@ -92,7 +91,7 @@ Vs lower_frexp(Ctx& ctx) {
   Value m_sub = bor(b, bor(b, sign, band(b, shifted, mant_mask)), half_exp);
   Value subnormal = hlo::compare(b, field, icst(b, field, 0), "EQ");
   Value e = hlo::select(b, subnormal, e_sub, e_normal);
-  Value m = bitcast(b, hlo::select(b, subnormal, m_sub, m_normal), x.dtype());
+  Value m = hlo::bitcast_convert(b, hlo::select(b, subnormal, m_sub, m_normal), x.dtype());
   // Zero from the bits: a comparison could treat subnormals as zero.
   Value zero = hlo::compare(b, hlo::sub(b, bits, sign), icst(b, bits, 0), "EQ");
   Value special = or_(b, zero, or_(b, is_inf(b, x), is_nan(b, x)));

@@ -40,7 +40,7 @@ using ir::Value;
 // |Re x| + |Im x| (LAPACK's cheap magnitude, for convergence tests and pivots).
 using linalg::cabs1;
 
-Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
+using linalg::i64;
 
 Value re(Builder& b, const Value& x) { return hlo::real(b, x); }
 Value im(Builder& b, const Value& x) { return hlo::imag(b, x); }

@@ -18,7 +18,7 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
-Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
+using linalg::i64;
 
 // x[..., i, j] for 0-d i64 i, j -> [...].
 Value elem(Builder& b, const Value& x, const Value& i, const Value& j) {

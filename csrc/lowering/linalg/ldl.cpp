@@ -22,7 +22,7 @@ using ir::Shape;
 using ir::Type;
 using ir::Value;
 
-Value i64(Builder& b, int64_t v) { return hlo::constant_int(b, DType::I64, v); }
+using linalg::i64;
 
 Value at2(Builder& b, const Value& s, const Value& i, const Value& j) {
   return hlo::reshape(b, hlo::dynamic_slice(b, s, {i, j}, {1, 1}), {});

@@ -30,8 +30,6 @@ Value as_2d(Builder& b, const Value& x) {
 
 Value zeros_like(Builder& b, const Value& v) { return hlo::full(b, v.type, 0); }
 
-Value and_(Builder& b, const Value& x, const Value& y) { return hlo::and_(b, x, y); }
-
 // per-sample losses [N] reduced as `reduction` asks, in the output's dtype and shape.
 Value reduce_samples(Ctx& c, const Value& per_sample, int64_t reduction) {
   Builder& b = c.b;
@@ -67,15 +65,15 @@ MultiMargin multi_margin_terms(Ctx& c, std::string_view self_arg, std::string_vi
   m.x = as_2d(b, hlo::convert(b, c.tensor(self_arg), t));
   const int64_t n = m.x.dim(0), k = m.x.dim(1);
   Value tgt = hlo::reshape(b, hlo::convert(b, c.tensor(target_arg), DType::I64), {n});
-  Value ok = and_(b, hlo::compare(b, tgt, hlo::full(b, tgt.type, 0), "GE"),
-                  hlo::compare(b, tgt, hlo::full(b, tgt.type, static_cast<double>(k)), "LT"));
+  Value ok = hlo::and_(b, hlo::compare(b, tgt, hlo::full(b, tgt.type, 0), "GE"),
+                       hlo::compare(b, tgt, hlo::full(b, tgt.type, static_cast<double>(k)), "LT"));
   c.require(reduce::prod(b, ok, {0}), "target out of range");
   m.hit = hlo::compare(b, hlo::iota(b, Type{DType::I64, {n, k}}, 1),
                        hlo::broadcast_in_dim(b, tgt, {n, k}, {0}), "EQ");
   Value xy = reduce::sum(b, hlo::select(b, m.hit, m.x, zeros_like(b, m.x)), {1});
   Value margin = hlo::full(b, Type{t, {n, k}}, c.arg(margin_arg).d);
   m.z = hlo::add(b, hlo::sub(b, margin, hlo::broadcast_in_dim(b, xy, {n, k}, {0})), m.x);
-  m.active = and_(b, hlo::compare(b, m.z, zeros_like(b, m.z), "GT"), hlo::logical_not(b, m.hit));
+  m.active = hlo::and_(b, hlo::compare(b, m.z, zeros_like(b, m.z), "GT"), hlo::logical_not(b, m.hit));
   if (c.has(weight_arg)) {
     Value w = hlo::broadcast_in_dim(b, hlo::convert(b, c.tensor(weight_arg), t), {n, k}, {1});
     m.wy = hlo::reshape(b, reduce::sum(b, hlo::select(b, m.hit, w, zeros_like(b, w)), {1}), {n, 1});
@@ -142,8 +140,8 @@ MultiLabel multilabel_terms(Ctx& c, std::string_view self_arg, std::string_view 
             "target out of range");
   Shape s3 = {n, k, k};
   Value classes = hlo::iota(b, Type{DType::I64, s3}, 2);
-  m.onehot = and_(b, hlo::compare(b, classes, hlo::broadcast_in_dim(b, tgt, s3, {0, 1}), "EQ"),
-                  hlo::broadcast_in_dim(b, valid, s3, {0, 1}));
+  m.onehot = hlo::and_(b, hlo::compare(b, classes, hlo::broadcast_in_dim(b, tgt, s3, {0, 1}), "EQ"),
+                       hlo::broadcast_in_dim(b, valid, s3, {0, 1}));
   Value onehot_any = hlo::convert(b, m.onehot, DType::I32);
   m.is_target =
       hlo::compare(b, reduce::sum(b, onehot_any, {1}), hlo::full(b, Type{DType::I32, {n, k}}, 0), "GT");
@@ -151,10 +149,10 @@ MultiLabel multilabel_terms(Ctx& c, std::string_view self_arg, std::string_view 
   Value zeros3 = hlo::full(b, Type{t, s3}, 0);
   Value xy = reduce::sum(b, hlo::select(b, m.onehot, xk, zeros3), {2});  // [N, C(j)]
   m.z = hlo::add(b, hlo::sub(b, hlo::full(b, Type{t, s3}, 1), hlo::broadcast_in_dim(b, xy, s3, {0, 1})), xk);
-  m.active = and_(b,
-                  and_(b, hlo::broadcast_in_dim(b, valid, s3, {0, 1}),
-                       hlo::logical_not(b, hlo::broadcast_in_dim(b, m.is_target, s3, {0, 2}))),
-                  hlo::compare(b, m.z, zeros3, "GT"));
+  m.active = hlo::and_(b,
+                       hlo::and_(b, hlo::broadcast_in_dim(b, valid, s3, {0, 1}),
+                                 hlo::logical_not(b, hlo::broadcast_in_dim(b, m.is_target, s3, {0, 2}))),
+                       hlo::compare(b, m.z, zeros3, "GT"));
   return m;
 }
 
