@@ -122,7 +122,7 @@ int register_lowered_ops() {
   g_registration_problems = bind_schemas(lowering::registry(), strict);
   std::set<std::string> unbound;  // listed by registration_problems(), which tests/test_build.py checks
   for (const std::string& problem : g_registration_problems)
-    unbound.insert(problem.substr(0, problem.find(':')));
+    unbound.insert(problem.substr(0, problem.find(": ")));
   for (const lowering::Lowering* l : lowering::all_lowerings()) {
     if (l->name.rfind("aten::", 0) != 0 || unbound.count(l->name)) continue;
     auto op = find_op(l->name);
