@@ -1,5 +1,6 @@
 #include "ir/builder.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace tpu::ir {
@@ -131,6 +132,16 @@ std::vector<Value> Builder::op_with_regions(const std::string& name, const std::
   return outs;
 }
 
+std::vector<Value> Builder::call(const ImportedModule& module, const std::vector<Value>& operands,
+                                 const std::vector<Type>& results) {
+  if (std::find(imported_entries_.begin(), imported_entries_.end(), module.entry) ==
+      imported_entries_.end()) {
+    imported_entries_.push_back(module.entry);
+    imported_functions_ += module.functions;
+  }
+  return op("func.call", operands, results, "callee = " + module.entry);
+}
+
 std::string Builder::module_text() const {
   std::ostringstream s;
   s << "module @torch_tpu {\n  func.func public @main(";
@@ -143,7 +154,8 @@ std::string Builder::module_text() const {
   for (size_t i = 0; i < results_.size(); ++i) s << (i ? ", " : "") << results_[i].type.str();
   s << ") {\n";
   for (const auto& l : body_) s << "  " << l << "\n";
-  s << "    \"func.return\"(" << names(results_) << ") : (" << operand_types(results_) << ") -> ()\n  }\n}\n";
+  s << "    \"func.return\"(" << names(results_) << ") : (" << operand_types(results_) << ") -> ()\n  }\n";
+  s << imported_functions_ << "}\n";
   return s.str();
 }
 

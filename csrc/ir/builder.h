@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/imported_module.h"
 
 namespace tpu::ir {
 
@@ -57,6 +58,10 @@ class Builder {
   std::vector<Value> op_with_regions(const std::string& name, const std::vector<Value>& operands,
                                      const std::vector<Type>& results, const std::string& attrs,
                                      const std::vector<Region>& regions);
+  // Calls an imported module's entry (ir/imported_module.h); its functions join this module
+  // (once per entry name), so the call is part of the program like any other op.
+  std::vector<Value> call(const ImportedModule& module, const std::vector<Value>& operands,
+                          const std::vector<Type>& results);
   // Sets the values @main returns.
   void set_results(const std::vector<Value>& results) { results_ = results; }
   const std::vector<Value>& results() const { return results_; }
@@ -77,9 +82,11 @@ class Builder {
   std::vector<std::string> names_;  // SSA name of each value id
   std::vector<Value> params_;
   std::vector<Value> results_;
-  std::vector<std::pair<int, int>> aliases_;  // (parameter, result)
-  std::vector<std::string> body_;             // lines of @main
-  std::vector<std::string>* out_ = &body_;    // current block being written
+  std::vector<std::pair<int, int>> aliases_;   // (parameter, result)
+  std::vector<std::string> body_;              // lines of @main
+  std::vector<std::string>* out_ = &body_;     // current block being written
+  std::vector<std::string> imported_entries_;  // entries of the imported modules, in order
+  std::string imported_functions_;             // their functions' text
   int depth_ = 1;
 };
 
