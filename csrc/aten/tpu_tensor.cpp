@@ -195,21 +195,31 @@ at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::I
   return t;
 }
 
-std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Tensor>& inputs,
-                                     const std::vector<at::Tensor>& written,
-                                     const std::vector<ir::Type>& result_types, c10::DeviceIndex device) {
+exec::OpCall internal_call(const char* name, c10::DeviceIndex device) {
   const lowering::Lowering* l = lowering::find_lowering(name);
   TORCH_INTERNAL_ASSERT(l != nullptr, "missing internal lowering ", name);
   exec::OpCall call;
   call.lowering = l;
   call.op_name = name;
   call.device = device;
+  return call;
+}
+
+std::vector<at::Tensor> run_internal(const char* name, const std::vector<at::Tensor>& inputs,
+                                     const std::vector<at::Tensor>& written,
+                                     const std::vector<ir::Type>& result_types, c10::DeviceIndex device) {
+  exec::OpCall call = internal_call(name, device);
   for (const at::Tensor& t : inputs) {
     exec::ArgSpec a;
     a.kind = lowering::Arg::Kind::Tensor;
     a.view = add_view(call, t);
     call.args.push_back(a);
   }
+  return run_internal_call(call, written, result_types);
+}
+
+std::vector<at::Tensor> run_internal_call(exec::OpCall& call, const std::vector<at::Tensor>& written,
+                                          const std::vector<ir::Type>& result_types) {
   for (const at::Tensor& t : written) call.written_views.push_back(add_view(call, t));
   // The caller chooses the result types (nonzero's row count comes from the data), so they
   // are part of the compile-cache key: a trailing argument the lowerings ignore.

@@ -60,5 +60,10 @@ at::Tensor& into(at::Tensor& out, const at::Tensor& result);
 std::vector<at::Tensor> run_internal(const char* lowering, const std::vector<at::Tensor>& inputs,
                                      const std::vector<at::Tensor>& written,
                                      const std::vector<ir::Type>& result_types, c10::DeviceIndex device);
+// run_internal's parts, for a glue op whose arguments are not all tensors: the call of the
+// internal lowering `name`, then (after the caller added its arguments) the run.
+exec::OpCall internal_call(const char* name, c10::DeviceIndex device);
+std::vector<at::Tensor> run_internal_call(exec::OpCall& call, const std::vector<at::Tensor>& written,
+                                          const std::vector<ir::Type>& result_types);
 
 }  // namespace tpu::aten

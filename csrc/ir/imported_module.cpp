@@ -40,7 +40,8 @@ ImportedModule import_module(const std::string& module_text, const std::string& 
   while (first < lines.size() && lines[first].find("module") == std::string::npos) ++first;
   size_t last = lines.size();
   while (last > first && lines[last - 1].find('}') == std::string::npos) --last;
-  if (first + 1 >= last) throw std::invalid_argument("torch_tpu: the imported StableHLO text is not a module");
+  if (first + 1 >= last)
+    throw std::invalid_argument("torch_tpu: the imported StableHLO text is not a module");
 
   static const std::regex func_name(R"(func\.func\s+(?:public\s+|private\s+)?@([\w.$-]+))");
   std::set<std::string> names;

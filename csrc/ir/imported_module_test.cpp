@@ -17,7 +17,8 @@ using tpu::testing::contains;
 using tpu::testing::HostArray;
 
 // y = (x + w) * 2 through a helper function, with the attributes JAX prints.
-const char* kJaxStyleModule = R"(module @jit_scaled_sum attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+const char* kJaxStyleModule =
+    R"(module @jit_scaled_sum attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<2x3xf32> {mhlo.sharding = "{replicated}"}, %arg1: tensor<3xf32>) -> (tensor<2x3xf32> {jax.result_info = "result"}) {
     %0 = stablehlo.broadcast_in_dim %arg1, dims = [1] : (tensor<3xf32>) -> tensor<2x3xf32>
     %1 = call @double_sum(%arg0, %0) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -34,7 +35,8 @@ const char* kJaxStyleModule = R"(module @jit_scaled_sum attributes {mhlo.num_par
 TEST(ImportedModule, RenamesFunctionsAndDropsAttributes) {
   tpu::ir::ImportedModule m = tpu::ir::import_module(kJaxStyleModule, "jax_op_0_");
   CHECK_EQ(m.entry, std::string("@jax_op_0_main"));
-  CHECK(contains(m.functions, "func.func private @jax_op_0_main(%arg0: tensor<2x3xf32>, %arg1: tensor<3xf32>)"));
+  CHECK(contains(m.functions,
+                 "func.func private @jax_op_0_main(%arg0: tensor<2x3xf32>, %arg1: tensor<3xf32>)"));
   CHECK(contains(m.functions, "call @jax_op_0_double_sum("));
   CHECK(contains(m.functions, "func.func private @jax_op_0_double_sum("));
   CHECK(!contains(m.functions, "jax.result_info"));

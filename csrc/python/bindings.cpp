@@ -7,6 +7,7 @@
 
 #include "aten/generator.h"
 #include "aten/graph_replay.h"
+#include "aten/imported_call.h"
 #include "aten/out_of_memory.h"
 #include "aten/register.h"
 #include "aten/tpu_tensor.h"
@@ -256,6 +257,15 @@ PYBIND11_MODULE(_C, m) {
     return names;
   });
   m.def("_registration_problems", &aten::registration_problems);
+  // An imported StableHLO module's @main on tpu tensors; the results are shaped like the
+  // `results` templates (meta tensors), as JAX's abstract evaluation gave them.
+  m.def("_run_imported", [](const std::string& module, const std::vector<at::Tensor>& inputs,
+                            const std::vector<at::Tensor>& results) {
+    std::vector<ir::Type> types;
+    for (const at::Tensor& r : results)
+      types.push_back(ir::Type{aten::to_ir(r.scalar_type()), r.sizes().vec()});
+    return aten::run_imported(module, inputs, types);
+  });
   // The registration check on a scratch registry of (name, reads, statics) lowerings.
   m.def(
       "_check_scratch_registry",
