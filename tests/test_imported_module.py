@@ -102,3 +102,22 @@ def test_module_without_main_is_rejected():
             [x],
             [torch.empty(2, device="meta")],
         )
+
+
+def test_pallas_kernel_in_interpret_mode_runs_on_tpu_tensors():
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...] * 2
+
+    def fused_add(x, y):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True
+        )(x, y)
+
+    x, y = torch.randn(8, 128), torch.randn(8, 128)
+    text = lowered(fused_add, x, y)
+    out = _C._run_imported(text, [x.to("tpu"), y.to("tpu")], [torch.empty(8, 128, device="meta")])[
+        0
+    ]
+    torch.testing.assert_close(out.cpu(), x + y * 2)

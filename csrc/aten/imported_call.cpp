@@ -12,8 +12,9 @@ std::vector<at::Tensor> run_imported(const std::string& module_text, const std::
     const at::Tensor& t = inputs[i];
     TORCH_CHECK(t.defined() && t.is_privateuseone(), "torch_tpu: argument ", i,
                 " of an imported module must be a tpu tensor, got ", t.defined() ? t.device().str() : "None");
-    TORCH_CHECK(t.device() == device, "Expected all tensors to be on the same device, but found at least two devices, ",
-                device, " and ", t.device(), "!");
+    TORCH_CHECK(t.device() == device,
+                "Expected all tensors to be on the same device, but found at least two devices, ", device,
+                " and ", t.device(), "!");
   }
   exec::OpCall call = internal_call("torch_tpu::imported_call", device.index());
   exec::ArgSpec list;
