@@ -104,4 +104,19 @@ inline std::vector<HostArray> run(const ir::Builder& b, const std::vector<HostAr
   return download(execute(*exe, inputs), types);
 }
 
+// Runs the unary `fn` on `xs` as a [n] array of `dtype` (F32 or F64); returns the results as
+// doubles.
+template <typename Fn>
+std::vector<double> run_unary(Fn fn, ir::DType dtype, const std::vector<double>& xs) {
+  ir::Builder b;
+  int64_t n = static_cast<int64_t>(xs.size());
+  b.set_results({fn(b, b.param(ir::Type{dtype, {n}}))});
+  HostArray in = dtype == ir::DType::F32 ? HostArray::of(dtype, {n}, std::vector<float>(xs.begin(), xs.end()))
+                                         : HostArray::of(dtype, {n}, xs);
+  HostArray out = run(b, {in}).at(0);
+  if (dtype != ir::DType::F32) return out.as<double>();
+  std::vector<float> f = out.as<float>();
+  return std::vector<double>(f.begin(), f.end());
+}
+
 }  // namespace tpu::testing

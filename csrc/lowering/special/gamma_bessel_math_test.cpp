@@ -23,27 +23,8 @@ using tpu::ir::Type;
 using tpu::ir::Value;
 using tpu::testing::HostArray;
 using Fn = Value (*)(Builder&, const Value&);
+using tpu::testing::run_unary;
 using Ref = long double (*)(long double);
-
-std::vector<double> run(Fn fn, DType dtype, const std::vector<double>& xs) {
-  Builder b;
-  int64_t n = static_cast<int64_t>(xs.size());
-  Value x = b.param(Type{dtype, {n}});
-  b.set_results({fn(b, x)});
-  HostArray in;
-  if (dtype == DType::F32) {
-    std::vector<float> f(xs.begin(), xs.end());
-    in = HostArray::of(dtype, {n}, f);
-  } else {
-    in = HostArray::of(dtype, {n}, xs);
-  }
-  HostArray out = tpu::testing::run(b, {in}).at(0);
-  if (dtype == DType::F32) {
-    std::vector<float> f = out.as<float>();
-    return std::vector<double>(f.begin(), f.end());
-  }
-  return out.as<double>();
-}
 
 std::vector<double> grid(double lo, double hi, int n) {
   std::vector<double> v;
@@ -54,7 +35,7 @@ std::vector<double> grid(double lo, double hi, int n) {
 void check(Fn fn, Ref ref, std::vector<double> xs, DType dtype, double limit, const char* what) {
   if (dtype == DType::F32)
     for (double& v : xs) v = static_cast<float>(v);
-  std::vector<double> got = run(fn, dtype, xs);
+  std::vector<double> got = run_unary(fn, dtype, xs);
   double eps =
       dtype == DType::F32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
   double worst = 0, at = 0;

@@ -20,6 +20,7 @@ using tpu::ir::Type;
 using tpu::ir::Value;
 using tpu::testing::HostArray;
 using Fn = Value (*)(Builder&, const Value&);
+using tpu::testing::run_unary;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -43,34 +44,13 @@ long double erfinv_reference(long double y) {
   return x;
 }
 
-// Runs fn on `xs` in `dtype`; returns the results as doubles.
-std::vector<double> run(Fn fn, DType dtype, const std::vector<double>& xs) {
-  Builder b;
-  int64_t n = static_cast<int64_t>(xs.size());
-  Value x = b.param(Type{dtype, {n}});
-  b.set_results({fn(b, x)});
-  HostArray in;
-  if (dtype == DType::F32) {
-    std::vector<float> f(xs.begin(), xs.end());
-    in = HostArray::of(dtype, {n}, f);
-  } else {
-    in = HostArray::of(dtype, {n}, xs);
-  }
-  HostArray out = tpu::testing::run(b, {in}).at(0);
-  if (dtype == DType::F32) {
-    std::vector<float> f = out.as<float>();
-    return std::vector<double>(f.begin(), f.end());
-  }
-  return out.as<double>();
-}
-
 // Largest relative error in ulps of the dtype, over results of normal magnitude.
 double max_ulps(Fn fn, long double (*ref)(long double), DType dtype, const std::vector<double>& xs_in,
                 double* worst_x) {
   std::vector<double> xs = xs_in;
   if (dtype == DType::F32)
     for (double& v : xs) v = static_cast<float>(v);
-  std::vector<double> got = run(fn, dtype, xs);
+  std::vector<double> got = run_unary(fn, dtype, xs);
   double eps =
       dtype == DType::F32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
   double tiny = dtype == DType::F32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
@@ -136,9 +116,9 @@ TEST(SpecialMath, ErfinvAccuracyUpToOne) {
 TEST(SpecialMath, SpecialValues) {
   for (DType dtype : {DType::F32, DType::F64}) {
     std::vector<double> xs = {kInf, -kInf, NAN, 0.0, -0.0, 1.0, -1.0, 2.0, 1e300};
-    std::vector<double> erf = run(tpu::lowering::special::erf, dtype, xs);
-    std::vector<double> erfc = run(tpu::lowering::special::erfc, dtype, xs);
-    std::vector<double> inv = run(tpu::lowering::special::erfinv, dtype, xs);
+    std::vector<double> erf = run_unary(tpu::lowering::special::erf, dtype, xs);
+    std::vector<double> erfc = run_unary(tpu::lowering::special::erfc, dtype, xs);
+    std::vector<double> inv = run_unary(tpu::lowering::special::erfinv, dtype, xs);
     CHECK_EQ(erf[0], 1.0);
     CHECK_EQ(erf[1], -1.0);
     CHECK(std::isnan(erf[2]));
