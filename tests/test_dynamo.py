@@ -324,6 +324,16 @@ def test_runtime_error_in_a_compiled_graph_names_the_user_line():
         torch.compile(f, backend="tpu")(x, i).cpu()
 
 
+def test_compiled_one_hot_keeps_its_class_range_assertions():
+    # one_hot decomposes to comparisons and two aten._assert_async.msg checks in a compiled graph.
+    f = torch.compile(lambda i: F.one_hot(i, 4).sum(0), backend="tpu", fullgraph=True)
+    i = torch.tensor([0, 3, 3, 1])
+    out = f(i.to("tpu"))
+    assert out.dtype == torch.int64 and out.cpu().tolist() == F.one_hot(i, 4).sum(0).tolist()
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
+        f(torch.tensor([0, 4, 1, 1], device="tpu")).cpu()
+
+
 def test_compiled_cnn_with_batch_norm_equals_cpu_including_running_stats():
     torch.manual_seed(0)
     cpu = ResNet(width=8, blocks=(1, 1))

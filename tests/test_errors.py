@@ -108,6 +108,12 @@ BAD_DATA = [
     ("multinomial", lambda d: torch.multinomial(torch.tensor([0.5, -1.0], device=d), 1)),
     ("linalg.inv", lambda d: torch.linalg.inv(torch.ones(3, 3, device=d))),
     ("cholesky", lambda d: torch.linalg.cholesky(-torch.eye(2, device=d))),
+    ("_assert_async", lambda d: torch.ops.aten._assert_async(torch.zeros(1, device=d))),
+    ("_assert_async_2", lambda d: torch.ops.aten._assert_async(torch.ones(2, device=d))),
+    (
+        "_assert_async.msg",
+        lambda d: torch.ops.aten._assert_async.msg(torch.tensor(False, device=d), "custom message"),
+    ),
 ]
 
 

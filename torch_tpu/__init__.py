@@ -32,11 +32,13 @@ _C._set_internal_source_dirs(
 _C._configure_runtime(_path, _plugin.create_options(_path) if _path else {}, _error)
 _num_lowered_ops = _C._register()
 
-from torch_tpu import cache, distributed, metrics
+from torch_tpu import cache, distributed, metrics, pallas
 from torch_tpu import device as _device_module
 
 torch._register_device_module("tpu", _device_module)
 sys.modules["torch.tpu.amp"] = _device_module.amp  # `import torch.tpu.amp`, as torch.cuda.amp
+_device_module.pallas = pallas
+sys.modules["torch.tpu.pallas"] = pallas  # `torch.tpu.pallas.jax_op`, the reference backend's name
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
@@ -44,6 +46,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
 __all__ = [
     "metrics",
     "distributed",
+    "pallas",
     "cache",
     "sync",
     "set_eager_mode",

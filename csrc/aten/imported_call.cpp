@@ -5,7 +5,8 @@
 namespace tpu::aten {
 
 std::vector<at::Tensor> run_imported(const std::string& module_text, const std::vector<at::Tensor>& inputs,
-                                     const std::vector<ir::Type>& result_types) {
+                                     const std::vector<ir::Type>& result_types,
+                                     const std::vector<at::Tensor>& written) {
   TORCH_CHECK(!inputs.empty(), "torch_tpu: an imported module needs at least one tpu tensor input");
   const c10::Device device = inputs[0].device();
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -16,6 +17,9 @@ std::vector<at::Tensor> run_imported(const std::string& module_text, const std::
                 "Expected all tensors to be on the same device, but found at least two devices, ", device,
                 " and ", t.device(), "!");
   }
+  for (const at::Tensor& t : written)
+    TORCH_CHECK(t.is_privateuseone() && t.device() == device,
+                "torch_tpu: a donated tensor must be one of the inputs");
   exec::OpCall call = internal_call("torch_tpu::imported_call", device.index());
   exec::ArgSpec list;
   list.kind = lowering::Arg::Kind::TensorList;
@@ -25,7 +29,7 @@ std::vector<at::Tensor> run_imported(const std::string& module_text, const std::
   module.kind = lowering::Arg::Kind::String;
   module.s = module_text;
   call.args.push_back(module);
-  return run_internal_call(call, {}, result_types);
+  return run_internal_call(call, written, result_types);
 }
 
 }  // namespace tpu::aten

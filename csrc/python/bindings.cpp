@@ -259,13 +259,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("_registration_problems", &aten::registration_problems);
   // An imported StableHLO module's @main on tpu tensors; the results are shaped like the
   // `results` templates (meta tensors), as JAX's abstract evaluation gave them.
-  m.def("_run_imported", [](const std::string& module, const std::vector<at::Tensor>& inputs,
-                            const std::vector<at::Tensor>& results) {
-    std::vector<ir::Type> types;
-    for (const at::Tensor& r : results)
-      types.push_back(ir::Type{aten::to_ir(r.scalar_type()), r.sizes().vec()});
-    return aten::run_imported(module, inputs, types);
-  });
+  m.def(
+      "_run_imported",
+      [](const std::string& module, const std::vector<at::Tensor>& inputs,
+         const std::vector<at::Tensor>& results, const std::vector<at::Tensor>& written) {
+        std::vector<ir::Type> types;
+        for (const at::Tensor& r : results)
+          types.push_back(ir::Type{aten::to_ir(r.scalar_type()), r.sizes().vec()});
+        return aten::run_imported(module, inputs, types, written);
+      },
+      py::arg("module"), py::arg("inputs"), py::arg("results"),
+      py::arg("written") = std::vector<at::Tensor>{});
   // The registration check on a scratch registry of (name, reads, statics) lowerings.
   m.def(
       "_check_scratch_registry",
