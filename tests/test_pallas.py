@@ -54,7 +54,9 @@ def _backward(ctx, g):
 scaled_softplus.register_autograd(_backward, setup_context=_setup)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str
+)
 @pytest.mark.parametrize("noncontiguous", [False, True], ids=["contiguous", "transposed"])
 def test_jax_op_forward_and_backward_equal_torch(dtype, noncontiguous):
     tol = {"rtol": 2e-2, "atol": 2e-2} if dtype in (torch.bfloat16, torch.float16) else {}
@@ -85,9 +87,14 @@ def test_torch_tpu_pallas_is_torch_tpu_pallas():
 
 def test_optional_array_and_schema():
     schema = str(scaled_softplus._opoverload._schema)
-    assert schema == "tests_pallas::scaled_softplus(Tensor x, float scale, Tensor? bias=None) -> Tensor"
+    assert (
+        schema
+        == "tests_pallas::scaled_softplus(Tensor x, float scale, Tensor? bias=None) -> Tensor"
+    )
     x = torch.randn(5)
-    torch.testing.assert_close(scaled_softplus(x.to("tpu"), 2.0).cpu(), scaled_softplus_torch(x, 2.0))
+    torch.testing.assert_close(
+        scaled_softplus(x.to("tpu"), 2.0).cpu(), scaled_softplus_torch(x, 2.0)
+    )
 
 
 def test_constants_recompile_only_when_they_change():
@@ -283,18 +290,25 @@ out = gelu(x).cpu().tolist()
     cold, _ = run_in_fresh_process(tmp_path, body)
     warm, _ = run_in_fresh_process(tmp_path, body)
     assert cold["counters"]["compiles"] > 0
-    assert warm["counters"]["compiles"] == 0 and warm["counters"]["disk_hits"] == cold["counters"]["compiles"]
+    assert (
+        warm["counters"]["compiles"] == 0
+        and warm["counters"]["disk_hits"] == cold["counters"]["compiles"]
+    )
     expected = F.gelu(torch.linspace(-3, 3, 12)).tolist()
     torch.testing.assert_close(torch.tensor(warm["out"]), torch.tensor(expected))
 
 
 def test_cpu_tensor_is_rejected_at_the_call():
-    with pytest.raises(RuntimeError, match="argument 'bias' must be a tpu tensor, got a cpu tensor"):
+    with pytest.raises(
+        RuntimeError, match="argument 'bias' must be a tpu tensor, got a cpu tensor"
+    ):
         scaled_softplus(torch.randn(3, device="tpu"), 1.0, torch.randn(3))
 
 
 def test_shape_mismatch_names_the_op_and_the_inputs():
-    with pytest.raises(RuntimeError, match=r"tests_pallas::scaled_softplus.*x: float32\[4, 3\].*bias: float32\[5\]"):
+    with pytest.raises(
+        RuntimeError, match=r"tests_pallas::scaled_softplus.*x: float32\[4, 3\].*bias: float32\[5\]"
+    ):
         scaled_softplus(torch.randn(4, 3, device="tpu"), 1.0, torch.randn(5, device="tpu"))
 
 
@@ -332,7 +346,9 @@ def test_signature_errors_name_the_argument():
     with pytest.raises(TypeError, match="unsupported return annotation"):
         jax_op("tests_pallas::returns_dict", returns_dict)
 
-    with pytest.raises(TypeError, match="donate_argnums entry 1 is not the position of a jax.Array"):
+    with pytest.raises(
+        TypeError, match="donate_argnums entry 1 is not the position of a jax.Array"
+    ):
         jax_op("tests_pallas::bad_donation", donate_argnums=(1,))(_two_args)
 
 

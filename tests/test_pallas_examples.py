@@ -9,7 +9,12 @@ import sys
 import pytest
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "jax_ops"))
+sys.path.insert(
+    0,
+    os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "jax_ops"
+    ),
+)
 import moe_demo  # noqa: E402
 from grouped_matmul import grouped_matmul, grouped_matmul_reference  # noqa: E402
 from rms_norm import rms_norm  # noqa: E402
@@ -65,4 +70,6 @@ def test_moe_model_trains_like_torch_ops_in_every_mode():
     expected, results = moe_demo.main(steps=3)
     assert set(results) == {"eager", "fused", "compiled"}
     for mode, losses in results.items():
-        torch.testing.assert_close(torch.tensor(losses), torch.tensor(expected), rtol=1e-4, atol=1e-4, msg=mode)
+        torch.testing.assert_close(
+            torch.tensor(losses), torch.tensor(expected), rtol=1e-4, atol=1e-4, msg=mode
+        )
