@@ -378,3 +378,18 @@ def test_import_torch_tpu_does_not_import_jax_and_a_missing_jax_says_what_to_ins
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "pip install 'torch_tpu[jax]'" in proc.stdout
+
+
+def test_recompile_log_shows_the_module_as_one_line(capfd):
+    torch_tpu._C._set_log_recompiles(True)
+    try:
+        for n in (17, 19):  # sizes no other test uses
+            roll(torch.ones(n, device="tpu")).cpu()
+    finally:
+        torch_tpu._C._set_log_recompiles(False)
+    err = capfd.readouterr().err
+    module_lines = [line for line in err.splitlines() if "module @jit_tests_pallas__roll" in line]
+    assert len(module_lines) == 2 and all(
+        "characters, fingerprint" in line for line in module_lines
+    ), err
+    assert "stablehlo" not in err, err

@@ -1,8 +1,10 @@
 #include "exec/recompile_log.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -27,6 +29,17 @@ std::string view_text(const OpCall& c, int v) {
   const TensorView& t = c.views[v];
   return std::string(ir::mlir_name(t.dtype)) + ints(t.geometry.sizes) + " strides " +
          ints(t.geometry.strides) + " offset " + std::to_string(t.geometry.offset);
+}
+
+// A string argument as one short line: an imported module's text (thousands of characters) by
+// its first line, its length and a fingerprint, so two versions still read as different.
+std::string string_text(const std::string& s) {
+  const size_t line = s.find('\n');
+  if (line == std::string::npos && s.size() <= 80) return "'" + s + "'";
+  std::ostringstream out;
+  out << "'" << s.substr(0, std::min<size_t>({line, s.size(), 80})) << " ...' (" << s.size()
+      << " characters, fingerprint " << std::hex << std::hash<std::string>{}(s) << ")";
+  return out.str();
 }
 
 // One line per input or parameter, named so that a difference reads as an explanation.
@@ -59,7 +72,7 @@ void describe(const OpCall& c, const std::string& prefix, std::vector<std::strin
         out.push_back(name + " = " + ints(a.ints));
         break;
       case lowering::Arg::Kind::String:
-        out.push_back(name + " = '" + a.s + "'");
+        out.push_back(name + " = " + string_text(a.s));
         break;
       default:
         out.push_back(name + " = None");

@@ -64,7 +64,12 @@ class Traced:
     specs: list
     wide: bool  # 64-bit values: traced and lowered with jax_enable_x64
     outputs: list  # [(shape, torch dtype)]
+    where: str  # "jax_op 'ns::name'", for errors
     module: str | None = None
+    metas: list = dataclasses.field(init=False)  # the outputs as the meta tensors _C takes
+
+    def __post_init__(self):
+        self.metas = [torch.empty(s, dtype=d, device="meta") for s, d in self.outputs]
 
 
 def _describe(params, values):
@@ -77,10 +82,11 @@ def _describe(params, values):
     return ", ".join(parts)
 
 
-def trace(fn, signature, values, where, output_order=None):
+def trace(fn, signature, values, op_name, output_order=None):
     """Traces `fn` with the arrays of `values` (tensors, real or fake) abstract and the others
     as constants. `output_order` permutes the function's flat outputs (donated ones first)."""
     jax = import_jax()
+    where = f"jax_op {op_name!r}"
     params = signature.params
     arrays = [i for i, (p, v) in enumerate(zip(params, values)) if p.array and v is not None]
     specs = [
@@ -115,6 +121,8 @@ def trace(fn, signature, values, where, output_order=None):
         out = list(out)
         return [out[k] for k in output_order] if output_order is not None else out
 
+    # The module is named after the op (`module @jit_mylib__rms_norm`) in dumps and logs.
+    flat.__name__ = op_name.replace("::", "__")
     wide = any(values[i].dtype in _WIDE for i in arrays)
     jitted = jax.jit(flat)
     try:
@@ -127,12 +135,13 @@ def trace(fn, signature, values, where, output_order=None):
             f"{where}: JAX cannot trace the function for {_describe(params, values)}: {e}"
         ) from e
     outputs = [(tuple(o.shape), _to_torch_dtype(o.dtype, where)) for o in traced.out_info]
-    return Traced(jitted, specs, wide, outputs)
+    return Traced(jitted, specs, wide, outputs, where)
 
 
-def lower(traced, where):
+def lower(traced):
     """Fills `traced.module` with the StableHLO text for our plugin's platform."""
     jax = import_jax()
+    where = traced.where
     platform = _JAX_PLATFORMS.get(_C._runtime_info()["platform_name"], "cpu")
     with jax.enable_x64(traced.wide):
         try:

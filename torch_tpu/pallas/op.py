@@ -19,6 +19,7 @@ class _JaxFunction:
     """An op's implementations, and its traces by (shapes, dtypes, constants)."""
 
     def __init__(self, name, fn, signature):
+        self.name = name
         self.where = f"jax_op {name!r}"
         self.fn = fn
         self.signature = signature
@@ -32,9 +33,7 @@ class _JaxFunction:
         )
         traced = self.traces.get(key)
         if traced is None:
-            traced = lowering.trace(
-                self.fn, self.signature, values, self.where, self._order(values)
-            )
+            traced = lowering.trace(self.fn, self.signature, values, self.name, self._order(values))
             self.traces[key] = traced
         return traced
 
@@ -46,7 +45,7 @@ class _JaxFunction:
         argument takes the first free output of its shape and dtype, as buffer donation does."""
         if not self.signature.donated:
             return None
-        plain = lowering.trace(self.fn, self.signature, values, self.where)
+        plain = lowering.trace(self.fn, self.signature, values, self.name)
         order, free = [], list(range(len(plain.outputs)))
         for name, t in zip(self.signature.donated, self._donated(values)):
             match = next((k for k in free if plain.outputs[k] == (tuple(t.shape), t.dtype)), None)
@@ -76,9 +75,10 @@ class _JaxFunction:
                     )
                 tensors.append(v)
         traced = self._trace(values)
-        module = traced.module or lowering.lower(traced, self.where)
-        metas = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in traced.outputs]
-        return self._results(_C._run_imported(module, tensors, metas, self._donated(values)))
+        if traced.module is None:
+            lowering.lower(traced)
+        outputs = _C._run_imported(traced.module, tensors, traced.metas, self._donated(values))
+        return self._results(outputs)
 
     def fake(self, *args, **kwargs):
         values = self.signature.bind(args, kwargs)
