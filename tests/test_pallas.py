@@ -312,6 +312,20 @@ def test_shape_mismatch_names_the_op_and_the_inputs():
         scaled_softplus(torch.randn(4, 3, device="tpu"), 1.0, torch.randn(5, device="tpu"))
 
 
+@jax_op("tests_pallas::lax_add")
+def lax_add(x: jax.Array, y: jax.Array) -> jax.Array:
+    return jax.lax.add(x, y)  # lax does not promote: the dtypes must match
+
+
+def test_dtype_mismatch_names_the_op_and_the_inputs():
+    x = torch.ones(3, device="tpu")
+    with pytest.raises(
+        RuntimeError, match=r"tests_pallas::lax_add.*x: float32\[3\], y: int32\[3\]"
+    ):
+        lax_add(x, torch.ones(3, dtype=torch.int32, device="tpu"))
+    torch.testing.assert_close(lax_add(x, x).cpu(), torch.full((3,), 2.0))
+
+
 def test_jax_dtype_without_a_torch_counterpart_is_rejected():
     @jax_op("tests_pallas::to_int4")
     def to_int4(x: jax.Array) -> jax.Array:
