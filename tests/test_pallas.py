@@ -370,6 +370,19 @@ def _two_args(x: jax.Array, n: int) -> jax.Array:
     return x * n
 
 
+def test_a_call_without_any_tensor_is_rejected():
+    @jax_op("tests_pallas::maybe_zeros")
+    def maybe_zeros(x: jax.Array | None = None, n: int = 2) -> jax.Array:
+        return jnp.zeros(n) if x is None else x
+
+    x = torch.randn(3, device="tpu")
+    torch.testing.assert_close(maybe_zeros(x).cpu(), x.cpu())
+    with pytest.raises(
+        RuntimeError, match="every array argument is None; a tensor chooses the device"
+    ):
+        maybe_zeros(None, 3)
+
+
 def test_undeclared_return_structure_is_reported():
     @jax_op("tests_pallas::returns_two")
     def two(x: jax.Array):

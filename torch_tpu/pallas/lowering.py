@@ -60,8 +60,7 @@ class Traced:
     """A JAX function traced for one (shapes, dtypes, constants): its outputs, and the StableHLO
     module once it is lowered."""
 
-    jitted: object
-    specs: list
+    stage: object  # jax.stages.Traced: lowers to the module
     wide: bool  # 64-bit values: traced and lowered with jax_enable_x64
     outputs: list  # [(shape, torch dtype)]
     where: str  # "jax_op 'ns::name'", for errors
@@ -124,18 +123,17 @@ def trace(fn, signature, values, op_name, output_order=None):
     # The module is named after the op (`module @jit_mylib__rms_norm`) in dumps and logs.
     flat.__name__ = op_name.replace("::", "__")
     wide = any(values[i].dtype in _WIDE for i in arrays)
-    jitted = jax.jit(flat)
     try:
         with jax.enable_x64(wide):
-            traced = jitted.trace(*specs)
+            stage = jax.jit(flat).trace(*specs)
     except (TypeError, ValueError) as e:
         if str(e).startswith(where):
             raise
         raise RuntimeError(
             f"{where}: JAX cannot trace the function for {_describe(params, values)}: {e}"
         ) from e
-    outputs = [(tuple(o.shape), _to_torch_dtype(o.dtype, where)) for o in traced.out_info]
-    return Traced(jitted, specs, wide, outputs, where)
+    outputs = [(tuple(o.shape), _to_torch_dtype(o.dtype, where)) for o in stage.out_info]
+    return Traced(stage, wide, outputs, where)
 
 
 def lower(traced):
@@ -145,9 +143,7 @@ def lower(traced):
     platform = _JAX_PLATFORMS.get(_C._runtime_info()["platform_name"], "cpu")
     with jax.enable_x64(traced.wide):
         try:
-            traced.module = (
-                traced.jitted.trace(*traced.specs).lower(lowering_platforms=(platform,)).as_text()
-            )
+            traced.module = traced.stage.lower(lowering_platforms=(platform,)).as_text()
         except Exception as e:
             if "Only interpret mode is supported" not in str(e):
                 raise
@@ -160,13 +156,14 @@ def lower(traced):
 
 
 def _kernel_lowering(traced):
-    """Which compiled Pallas lowering the kernel has: Mosaic (TPU) lowers without a TPU."""
+    """Which compiled Pallas lowering the kernel has: Mosaic (TPU) lowers without a TPU.
+    (Called inside lower's jax_enable_x64 scope.)"""
     for platform, name in (
         ("tpu", "Mosaic TPU (tpu_custom_call)"),
         ("cuda", "Triton / Mosaic GPU"),
     ):
         try:
-            traced.jitted.trace(*traced.specs).lower(lowering_platforms=(platform,))
+            traced.stage.lower(lowering_platforms=(platform,))
             return name
         except Exception:
             continue

@@ -58,6 +58,14 @@ class _JaxFunction:
             free.remove(match)
         return order + free
 
+    def _device(self, values):
+        device = next((v.device for v in values if isinstance(v, torch.Tensor)), None)
+        if device is None:
+            raise RuntimeError(
+                f"{self.where}: every array argument is None; a tensor chooses the device"
+            )
+        return device
+
     def _results(self, outputs):
         kind = self.signature.op_returns
         if kind == "one":
@@ -66,6 +74,7 @@ class _JaxFunction:
 
     def run(self, *args, **kwargs):
         values = self.signature.bind(args, kwargs)
+        self._device(values)
         tensors = []
         for p, v in zip(self.signature.params, values):
             if p.array and v is not None:
@@ -82,8 +91,8 @@ class _JaxFunction:
 
     def fake(self, *args, **kwargs):
         values = self.signature.bind(args, kwargs)
+        device = self._device(values)
         traced = self._trace(values)
-        device = next(v.device for v in values if isinstance(v, torch.Tensor))
         kept = traced.outputs[len(self.signature.donated) :]
         return self._results([torch.empty(s, dtype=d, device=device) for s, d in kept])
 
