@@ -68,6 +68,26 @@ def test_metrics_count_compiles_hits_and_transfers():
     assert info["size"] >= 1 and any(e["op"] == "aten::fill_.Scalar" for e in info["entries"])
 
 
+def test_program_times_per_op_and_per_graph():
+    torch_tpu.metrics.reset()
+    a = torch.randn(64, 64, device="tpu")
+    for _ in range(3):
+        (a @ a).cpu()  # strict mode: aten::mm is its own program, run three times
+    with torch_tpu.eager_mode("fused"):
+        for _ in range(2):
+            (a.sin() @ a + 1).sum().cpu()  # one fused graph, the same program both times
+    times = torch_tpu.metrics.program_times()
+    assert times["aten::mm"]["executions"] == 3
+    graphs = {k: v for k, v in times.items() if k.startswith("fused graph of")}
+    assert len(graphs) == 1 and next(iter(graphs.values()))["executions"] == 2
+    for t in [times["aten::mm"], *graphs.values()]:
+        assert t["launch_seconds"] > 0 and t["device_seconds"] > 0
+    report = torch_tpu.metrics.report()
+    assert "execute time by program" in report and "aten::mm" in report and next(iter(graphs)) in report
+    torch_tpu.metrics.reset()
+    assert torch_tpu.metrics.program_times() == {}
+
+
 def test_changing_python_scalar_values_does_not_recompile():
     x = torch.zeros(5, device="tpu")
     x.fill_(0.5)

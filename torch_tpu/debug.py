@@ -12,7 +12,7 @@ import dataclasses
 import torch
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["compare", "Comparison", "ModuleDifference"]
+__all__ = ["compare", "Comparison", "ModuleDifference", "hlo_text"]
 
 # (rtol, atol) per dtype: looser than torch.testing's defaults for float32, since XLA and ATen
 # reduce in different orders and a deep model accumulates that.
@@ -165,3 +165,44 @@ def compare(model, *inputs, rtol=None, atol=None, **kwargs):
         for k, (got, want) in enumerate(zip(tensors, expected)):
             modules.append(_difference(name, kind, call, k, got, want, rtol, atol))
     return Comparison(modules, rtol, atol)
+
+
+def _protobuf_field(data, wanted):
+    """The bytes of length-delimited field `wanted` of a serialized protobuf message."""
+
+    def varint(i):
+        value, shift = 0, 0
+        while True:
+            byte = data[i]
+            value |= (byte & 0x7F) << shift
+            i, shift = i + 1, shift + 7
+            if byte < 0x80:
+                return value, i
+
+    i = 0
+    while i < len(data):
+        tag, i = varint(i)
+        number, wire = tag >> 3, tag & 7
+        if wire == 2:
+            size, i = varint(i)
+            if number == wanted:
+                return data[i : i + size]
+            i += size
+        elif wire == 0:
+            _, i = varint(i)
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            break
+    raise ValueError(f"field {wanted} not found")
+
+
+def hlo_text(path):
+    """The optimized HLO of a TORCH_TPU_DUMP_DIR entry (`*.hlo.pb` or `*.hlo_with_config.pb`)
+    as text, rendered by JAX's XLA bindings (needs `pip install 'torch_tpu[jax]'`)."""
+    from jax._src.lib import xla_client
+
+    data = open(path, "rb").read()
+    if path.endswith(".hlo_with_config.pb"):  # HloModuleProtoWithConfig: the module is field 1
+        data = _protobuf_field(data, 1)
+    return xla_client.XlaComputation(data).as_hlo_text()

@@ -15,6 +15,16 @@ def fallback_counts():
     return dict(_C._fallback_counts())
 
 
+def program_times():
+    """{program: {"executions", "launch_seconds", "device_seconds"}} for every program run: single
+    ops by op name ("aten::mm"), fused and compiled graphs by size and fingerprint ("fused graph
+    of 12 ops #3fa2c1"). Device seconds count executions whose outputs are ready."""
+    return {
+        name: {"executions": n, "launch_seconds": launch, "device_seconds": device}
+        for name, (n, launch, device) in _C._program_times().items()
+    }
+
+
 def cache_info():
     """In-memory compile cache: size, capacity and per-entry op, compile seconds and uses."""
     return _C._cache_info()
@@ -24,7 +34,7 @@ def reset():
     _C._reset_metrics()
 
 
-def report():
+def report(top_programs=15):
     c = counters()
     lines = ["torch_tpu metrics"]
     for k in sorted(c):
@@ -37,4 +47,14 @@ def report():
             lines.append(f"    {op}: {n}")
     info = cache_info()
     lines.append(f"  compile cache      {info['size']} entries (capacity {info['capacity']})")
+    times = program_times()
+    if times:
+        top = sorted(times.items(), key=lambda kv: -kv[1]["device_seconds"])[:top_programs]
+        # Device times count the executions that have finished (all of them after a sync).
+        lines.append(f"  execute time by program (top {len(top)} of {len(times)} by device time):")
+        lines.append(f"    {'runs':>6} {'device s':>9} {'launch s':>9}  program")
+        for name, t in top:
+            lines.append(
+                f"    {t['executions']:>6} {t['device_seconds']:9.4f} {t['launch_seconds']:9.4f}  {name}"
+            )
     return "\n".join(lines)

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "exec/metrics.h"
+#include "exec/timeline.h"
 
 namespace tpu::exec {
 
@@ -149,6 +150,7 @@ void count_upload(ir::DType dtype, const std::vector<int64_t>& dims) {
 }  // namespace
 
 runtime::BufferPtr upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims, int device) {
+  ScopedSpan span(SpanKind::Transfer, "host to device", device);
   count_upload(dtype, dims);
   return client().buffer_from_host(data, pjrt_type(dtype), dims, device);
 }
@@ -160,6 +162,7 @@ runtime::BufferPtr upload_aliasing(const void* data, ir::DType dtype, const std:
 }
 
 void download(const runtime::Buffer& buffer, void* dst, size_t nbytes) {
+  ScopedSpan span(SpanKind::Transfer, "device to host");
   counters().d2h_transfers++;
   counters().d2h_bytes += nbytes;
   buffer.to_host(dst, nbytes);

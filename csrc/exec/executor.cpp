@@ -11,7 +11,10 @@
 #include "exec/fused_graph.h"
 #include "exec/launch_marker.h"
 #include "exec/metrics.h"
+#include "exec/program_dump.h"
 #include "exec/recompile_log.h"
+#include "exec/source_location.h"
+#include "exec/timeline.h"
 #include "runtime/pjrt_error.h"
 
 namespace tpu::exec {
@@ -113,6 +116,7 @@ void synchronize() {
 void forget_out_of_memory_launches() { await_noted_launches(/*keep_failed_unless_oom=*/true); }
 
 void compile_into(CompiledOp& op, const std::string& mlir, const std::string& what) {
+  ScopedSpan span(SpanKind::Compile, what);
   auto t0 = std::chrono::steady_clock::now();
   try {
     op.executable = client().compile(mlir);
@@ -145,10 +149,24 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
   if (compile) {
     counters().cache_misses++;
     // Compiled by an earlier process: layout and executable from the persistent cache.
-    if (!load_compiled_op(call, key, *op)) {
+    const bool loaded = load_compiled_op(call, key, *op);
+    std::string mlir;
+    if (!loaded) {
       note_compile({&call});
-      compile_into(*op, build_program(call, op->plan, op->layout), call.op_name);
+      mlir = build_program(call, op->plan, op->layout);
+      compile_into(*op, mlir, call.op_name);
       store_compiled_op(call, key, *op);
+    }
+    if (dump_enabled()) {
+      ProgramLayout scratch;
+      if (loaded) mlir = build_program(call, op->plan, scratch);
+      dump_program({call.op_name,
+                    key,
+                    mlir,
+                    *op->executable,
+                    loaded,
+                    op->compile_seconds,
+                    {current_source_location()}});
     }
   } else if (fresh) {
     // Fused mode lowers the op only when its graph runs; lowering it once here, on the first
@@ -198,9 +216,11 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
     if (keep[param].use_count() > 2 || !op.layout.check_messages.empty()) non_donatable.push_back(param);
   counters().donated_buffers += donatable.size() - non_donatable.size();
   append_runtime_inputs(call, keep, args);
+  const int64_t launch_begin = now_ns();
   std::vector<runtime::BufferPtr> outs =
       op.executable->execute(args, client().device(call.device), non_donatable);
   counters().executions++;
+  note_execution(op.op_name, launch_begin, call.device, outs.empty() ? nullptr : outs[0]);
   const size_t num_checks = op.layout.check_messages.size();
   const size_t first_check = outs.size() - num_checks;
   if (mode() == Mode::Debug) {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -12,7 +14,10 @@
 #include "exec/executor.h"
 #include "exec/metrics.h"
 #include "exec/op_program.h"
+#include "exec/program_dump.h"
 #include "exec/recompile_log.h"
+#include "exec/source_location.h"
+#include "exec/timeline.h"
 #include "lowering/core/hlo.h"
 
 namespace tpu::exec {
@@ -43,7 +48,6 @@ struct Graph {
 };
 
 std::recursive_mutex g_mutex;
-std::string (*g_location_hook)() = nullptr;
 Graph g_graph;
 size_t g_max_nodes = 4096;
 
@@ -105,9 +109,11 @@ std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program,
                                                size_t num_aliases,
                                                const std::vector<int64_t>& non_donatable) {
   counters().donated_buffers += num_aliases - non_donatable.size();
+  const int64_t launch_begin = now_ns();
   std::vector<runtime::BufferPtr> outs =
       program.executable->execute(args, client().device(device), non_donatable);
   counters().executions++;
+  note_execution(program.op_name, launch_begin, device, outs.empty() ? nullptr : outs[0]);
   const size_t first_check = outs.size() - program.layout.check_messages.size();
   if (first_check > 0) track(outs[0], device);
   queue_checks(program.layout.check_messages,
@@ -118,6 +124,7 @@ std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program,
 
 void run_graph(Graph& g) {
   if (g.nodes.empty()) return;
+  ScopedSpan span(SpanKind::Flush, "fused graph of " + std::to_string(g.nodes.size()) + " ops", g.device);
   std::vector<Node> nodes = std::move(g.nodes);
   g.nodes.clear();
   g.first_key.clear();
@@ -258,7 +265,8 @@ void run_graph(Graph& g) {
     }
     if (!pkey.empty()) pkey += alias_bytes;
     std::vector<std::string> messages = program_op->layout.check_messages;
-    if (load_compiled_op(pkey, *program_op)) {
+    const bool loaded = load_compiled_op(pkey, *program_op);
+    if (loaded) {
       program_op->layout.check_messages = messages;
     } else {
       std::vector<const OpCall*> calls;
@@ -267,7 +275,22 @@ void run_graph(Graph& g) {
       compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");
       store_compiled_op(pkey, *program_op);
     }
-    program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops";
+    // Named by size and a fingerprint of its key (the process-independent one where there is
+    // one), so per-program times tell graphs apart and dumps of two runs share names.
+    const std::string& identity = pkey.empty() ? key : pkey;
+    char id[16];
+    std::snprintf(id, sizeof id, "%06zx", std::hash<std::string>{}(identity) & 0xffffff);
+    program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops #" + id;
+    if (dump_enabled()) {
+      // The lines that recorded the graph's ops (the first few), not the graph lock's holder.
+      std::vector<std::string> lines;
+      for (const Node& node : nodes)
+        if (!node.location.empty() && lines.size() < 8 &&
+            std::find(lines.begin(), lines.end(), node.location) == lines.end())
+          lines.push_back(node.location);
+      dump_program({program_op->op_name, identity, b.module_text(), *program_op->executable, loaded,
+                    program_op->compile_seconds, lines});
+    }
     op_cache().insert(key, program_op);
     program = program_op;
   }
@@ -292,12 +315,10 @@ void run_graph(Graph& g) {
 
 }  // namespace
 
-void set_source_location_hook(std::string (*hook)()) { g_location_hook = hook; }
-
 std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall& call,
                                                   const std::string& key) {
   // Before taking the graph lock: the hook takes the GIL.
-  std::string location = g_location_hook ? g_location_hook() : std::string();
+  std::string location = current_source_location();
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
                                  (key == g_graph.first_key && !g_capture.active)))

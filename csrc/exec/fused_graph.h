@@ -25,10 +25,6 @@ size_t graph_size();
 // when its value is still pending.
 runtime::BufferPtr concrete_buffer(Storage* s);
 
-// Where user code created a node ("model.py:42"), for errors raised long after the call; the
-// Python layer installs the function (exec stays free of Python).
-void set_source_location_hook(std::string (*hook)());
-
 // torch.compile (torch_tpu.dynamo) records each FX graph once through the kernels and then
 // replays the captured program: later calls skip the Python and dispatcher work of recording.
 // A capture is replayable when the graph ran as one program whose buffer parameters are all

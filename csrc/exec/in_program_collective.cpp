@@ -10,6 +10,8 @@
 #include "exec/executor.h"
 #include "exec/fused_graph.h"
 #include "exec/metrics.h"
+#include "exec/program_dump.h"
+#include "exec/timeline.h"
 #include "ir/builder.h"
 #include "runtime/compile_options.h"
 
@@ -43,6 +45,8 @@ runtime::ExecutablePtr compile_replicated(const CollectiveSpec& spec, const std:
   seconds = nanos * 1e-9;
   counters().compiles++;
   counters().compile_nanos += nanos;
+  if (dump_enabled())
+    dump_program({"in-program " + collective_name(spec.kind), mlir, mlir, *exe, false, seconds, {}});
   return exe;
 }
 
@@ -190,8 +194,10 @@ std::vector<runtime::BufferPtr> run_collective(const CollectiveSpec& spec,
   }
   op->uses++;
 
+  const int64_t launch_begin = now_ns();
   std::vector<std::vector<runtime::BufferPtr>> outs = op->executable->execute_replicated(args);
   counters().executions++;
+  note_execution(op->op_name, launch_begin, 0, outs.empty() || outs[0].empty() ? nullptr : outs[0][0]);
   std::vector<runtime::BufferPtr> result;
   for (size_t r = 0; r < outs.size(); ++r) {
     auto& replica = outs[r];

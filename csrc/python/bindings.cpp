@@ -19,6 +19,8 @@
 #include "exec/fused_graph.h"
 #include "exec/metrics.h"
 #include "exec/recompile_log.h"
+#include "exec/source_location.h"
+#include "exec/timeline.h"
 #include "lowering/core/registry.h"
 #include "python/collective_bindings.h"
 #include "python/distributed_bindings.h"
@@ -183,7 +185,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_fallback_enabled", &aten::cpu_fallback_enabled);
   m.def("_metrics", &exec::metrics_snapshot);
   m.def("_fallback_counts", &exec::fallback_counts);
-  m.def("_reset_metrics", &exec::reset_metrics);
+  m.def("_program_times", [] {
+    std::map<std::string, std::tuple<int64_t, double, double>> out;
+    for (const auto& [name, t] : exec::program_times())
+      out[name] = {t.executions, t.launch_seconds, t.device_seconds};
+    return out;
+  });
+  m.def("_reset_metrics", [] {
+    exec::reset_metrics();
+    exec::reset_program_times();
+  });
   m.def("_cache_info", [] {
     py::dict d;
     d["size"] = exec::op_cache().size();

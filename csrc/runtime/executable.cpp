@@ -108,4 +108,25 @@ std::string Executable::serialize() const {
   return bytes;
 }
 
+std::string Executable::optimized_program(std::string& format) const {
+  if (api_->PJRT_Executable_OptimizedProgram == nullptr) return {};
+  // Asked twice, as the API prescribes: the size, then the bytes into our buffer.
+  PJRT_Program program{};
+  program.struct_size = PJRT_Program_STRUCT_SIZE;
+  TPU_PJRT_ARGS(PJRT_Executable_OptimizedProgram_Args, args);
+  args.executable = exe_;
+  args.program = &program;
+  std::string code;
+  try {
+    check(api_, api_->PJRT_Executable_OptimizedProgram(&args), "PJRT_Executable_OptimizedProgram");
+    code.resize(program.code_size);
+    program.code = code.data();
+    check(api_, api_->PJRT_Executable_OptimizedProgram(&args), "PJRT_Executable_OptimizedProgram");
+  } catch (const PjrtError&) {
+    return {};  // unimplemented by this plugin
+  }
+  format.assign(program.format, program.format_size);
+  return code;
+}
+
 }  // namespace tpu::runtime

@@ -34,6 +34,9 @@ class Executable {
   std::vector<PJRT_Device*> addressable_devices() const;
   // Bytes that Client::deserialize turns back into an equivalent executable.
   std::string serialize() const;
+  // The program after the plugin's optimizations, in `format` ("hlo": a serialized
+  // HloModuleProto); empty when the plugin does not expose it.
+  std::string optimized_program(std::string& format) const;
 
  private:
   const PJRT_Api* api_;
