@@ -1,6 +1,6 @@
 """minGPT: a character-level GPT trained on a text the example generates, then sampled.
 
-python examples/mingpt.py [--mode strict|fused|compile] [--steps 30] [--dtype f32|bf16]
+python examples/mingpt.py [--mode strict|fused|compile] [--steps 300] [--dtype f32|bf16]
 """
 
 import math
@@ -101,21 +101,23 @@ def workload(args):
 
 
 @torch.no_grad()
-def sample(model, chars, prompt, length=80):
-    """Greedy continuation of `prompt` (at least CONTEXT characters): the window keeps one
-    shape, so every step runs the same compiled program."""
+def sample(model, chars, prompt, length=80, temperature=0.7):
+    """A sampled continuation of `prompt` (at least CONTEXT characters; greedy decoding of a
+    small character model falls into loops). The window keeps one shape, so every step runs the
+    same compiled program."""
     model.eval()
     device = next(model.parameters()).device
     window = torch.tensor([[chars.index(c) for c in prompt[-CONTEXT:]]], device=device)
     out = []
     for _ in range(length):
-        next_id = model(window)[:, -1].argmax(-1, keepdim=True)
+        probs = torch.softmax(model(window)[:, -1] / temperature, -1)
+        next_id = torch.multinomial(probs, 1)
         window = torch.cat([window[:, 1:], next_id], 1)
         out.append(next_id)
     return "".join(chars[i] for i in torch.cat(out, 1)[0].tolist())
 
 
 if __name__ == "__main__":
-    args, w, result = main("minGPT", workload, __doc__, steps=150)
+    args, w, result = main("minGPT", workload, __doc__, steps=300)
     prompt = corpus(seed=1)[:CONTEXT]
     print(f"sample: {prompt!r} -> {sample(w.model, w.chars, prompt)!r}")
