@@ -83,7 +83,11 @@ def test_program_times_per_op_and_per_graph():
     for t in [times["aten::mm"], *graphs.values()]:
         assert t["launch_seconds"] > 0 and t["device_seconds"] > 0
     report = torch_tpu.metrics.report()
-    assert "execute time by program" in report and "aten::mm" in report and next(iter(graphs)) in report
+    assert (
+        "execute time by program" in report
+        and "aten::mm" in report
+        and next(iter(graphs)) in report
+    )
     torch_tpu.metrics.reset()
     assert torch_tpu.metrics.program_times() == {}
 
