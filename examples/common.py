@@ -55,7 +55,9 @@ def parser(description, steps):
     return p
 
 
-def _eager_mode(mode, device):
+def eager_mode(mode, device):
+    """The torch_tpu eager mode an example's `--mode` runs in (training, and what follows it:
+    generation, sampling, evaluation); nothing on other devices."""
     if device.type != "tpu":
         return contextlib.nullcontext()
     import torch_tpu
@@ -83,7 +85,7 @@ def train(
     for step in range(steps):
         inputs = [t.to(device) for t in workload.batch(step)]
         start = time.perf_counter()
-        with _eager_mode(mode, device):
+        with eager_mode(mode, device):
             with autocast:
                 loss = loss_of(model, *inputs)
             loss.backward()
