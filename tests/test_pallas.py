@@ -122,6 +122,15 @@ def chunks(x: jax.Array, n: int) -> list[jax.Array]:
     return jnp.split(x, n)
 
 
+def test_an_int_default_for_a_float_constant_is_accepted_as_torch_does():
+    def scaled(x: jax.Array, scale: float = 2) -> jax.Array:
+        return x * scale
+
+    op = jax_op("tests_pallas::scaled_int_default", scaled)
+    assert str(op._opoverload._schema).endswith("float scale=2.) -> Tensor")
+    torch.testing.assert_close(op(torch.ones(3, device="tpu")).cpu(), torch.full((3,), 2.0))
+
+
 def test_tuple_list_and_keyword_only_constants():
     x = torch.randn(6, 4)
     mean, var = moments(x.to("tpu"), axis=0)

@@ -100,10 +100,11 @@ def parse(fn, op_name, array_type, donate_argnums=None):
                 f"{where}: argument '{p.name}' is annotated {hints[p.name]!r}; a jax_op argument "
                 "is a jax.Array, an optional jax.Array, or an int, float, bool or str constant"
             )
+        accepted = (int, float) if inner is float else inner  # `eps: float = 1`, as torch allows
         if (
             p.default is not p.empty
             and p.default is not None
-            and (array or not isinstance(p.default, inner))
+            and (array or not isinstance(p.default, accepted))
         ):
             raise TypeError(
                 f"{where}: argument '{p.name}' has default {p.default!r}, not a {inner.__name__}"
