@@ -35,6 +35,22 @@ def test_embedding_bag_modes(mode, padding_idx, include_last_offset):
     )
 
 
+def test_embedding_bag_many_bags_with_empty_and_trailing_empty_bags():
+    # Offsets counted per position then summed: repeated offsets (empty bags) and offsets equal
+    # to the number of indices (empty bags at the end) must land like CPU's.
+    g = torch.Generator().manual_seed(5)
+    indices = torch.randint(0, 50, (3000,), generator=g)
+    offsets = torch.sort(torch.randint(0, 3000, (999,), generator=g)).values
+    offsets = torch.cat([torch.tensor([0, 0]), offsets, torch.tensor([3000, 3000])])
+    check_op(
+        lambda w, i, o: F.embedding_bag(i, w, o, mode="sum"),
+        weights(50, 8),
+        indices,
+        offsets,
+        grad=True,
+    )
+
+
 def test_embedding_bag_per_sample_weights_and_2d_input():
     psw = torch.rand(10, generator=torch.Generator().manual_seed(3)).requires_grad_()
     check_op(

@@ -115,6 +115,19 @@ Value sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   return hlo::reduce(b, x, hlo::constant(b, x.dtype(), 0), dims, op);
 }
 
+Value running_sum(Builder& b, const Value& x, int64_t dim) {
+  const int64_t n = x.dim(dim);
+  std::vector<int64_t> low(x.rank(), 0), high(x.rank(), 0);
+  Value zero = hlo::constant(b, x.dtype(), 0);
+  Value acc = x;
+  for (int64_t shift = 1; shift < n; shift *= 2) {
+    low[dim] = shift;
+    acc = hlo::add(b, acc,
+                   hlo::pad(b, hlo::slice_dim(b, acc, static_cast<int>(dim), 0, n - shift), zero, low, high));
+  }
+  return acc;
+}
+
 Value prod(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   if (dims.empty()) return x;
   hlo::Combiner op = x.dtype() == DType::Bool ? hlo::Combiner::And : hlo::Combiner::Mul;

@@ -27,16 +27,6 @@ using namespace ew;  // NOLINT
 using ir::Shape;
 using ir::Type;
 
-// Inclusive running sums along dimension 1 of x [rows, n]: log2(n) shifted adds.
-Value prefix_sums(Builder& b, Value x) {
-  const int64_t rows = x.dim(0), n = x.dim(1);
-  for (int64_t s = 1; s < n; s *= 2) {
-    Value head = hlo::slice(b, x, {0, 0}, {rows, n - s});
-    x = hlo::add(b, x, hlo::pad(b, head, hlo::constant(b, x.dtype(), 0), {0, s}, {0, 0}));
-  }
-  return x;
-}
-
 // For each t [rows, k], the number of entries of its row of the ascending cdf [rows, n] that
 // are <= t: binary lifting, one gather per power of two.
 Value count_at_most(Builder& b, const Value& cdf, const Value& t) {
@@ -106,7 +96,7 @@ std::vector<Value> lower_multinomial(Ctx& c) {
               "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
     c.require(not_(b, any(b, le(b, row_sum, 0))),
               "invalid multinomial distribution (sum of probabilities <= 0)");
-    Value cdf = prefix_sums(b, w);
+    Value cdf = reduce::running_sum(b, w, 1);
     Value total = hlo::slice(b, cdf, {0, n - 1}, {rows, n});  // [rows, 1]
     Value u = next_uniform01(b, state, {rows, k}, st);
     Value t = hlo::mul(b, u, hlo::broadcast_to(b, total, {rows, k}));

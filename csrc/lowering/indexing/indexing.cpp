@@ -37,24 +37,11 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes) {
   return out;
 }
 
-// Inclusive prefix sum of a rank-1 vector in log2(n) shift-and-add steps (a reduce_window
-// spanning the whole vector would cost n^2 on XLA:CPU).
-Value prefix_sum(ir::Builder& b, const Value& v) {
-  const int64_t n = v.shape()[0];
-  Value zero = hlo::constant(b, v.dtype(), 0);
-  Value acc = v;
-  for (int64_t shift = 1; shift < n; shift *= 2) {
-    Value shifted = hlo::pad(b, hlo::slice_dim(b, acc, 0, 0, n - shift), zero, {shift}, {0});
-    acc = hlo::add(b, acc, shifted);
-  }
-  return acc;
-}
-
 // For each position of a flat boolean mask, the index of the True element at or before it in
 // the sequence of True elements, clamped to [0, count): where the k-th True position takes
 // row k of a source with `count` rows.
 Value mask_ranks(ir::Builder& b, const Value& mask_flat, int64_t count) {
-  Value csum = prefix_sum(b, hlo::convert(b, mask_flat, DType::I64));
+  Value csum = reduce::running_sum(b, hlo::convert(b, mask_flat, DType::I64), 0);
   Value pos = hlo::sub(b, csum, hlo::full(b, csum.type, 1));
   pos = hlo::max(b, pos, hlo::full(b, pos.type, 0));
   return hlo::min(b, pos, hlo::full(b, pos.type, static_cast<double>(count - 1)));
