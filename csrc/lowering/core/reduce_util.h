@@ -31,8 +31,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b);
 // Reductions of `dims` of x in x's dtype (the result drops the dims; a no-op for no dims).
 Value sum(Builder& b, const Value& x, const std::vector<int64_t>& dims);
 Value prod(Builder& b, const Value& x, const std::vector<int64_t>& dims);
-// Inclusive running sum along `dim` in log2(n) shift-and-add steps: a reduce_window spanning the
-// whole dimension (scan.cpp's cumsum) costs n^2 on XLA:CPU.
+// Inclusive running sum along `dim` in log2(n) shift-and-add steps (the helpers' prefix sums:
+// counts for indexing and embedding bags, the CDF of multinomial).
 Value running_sum(Builder& b, const Value& x, int64_t dim);
 // max/min that propagate NaN (as torch.amax does); bool reduces with or/and.
 Value max(Builder& b, const Value& x, const std::vector<int64_t>& dims);
