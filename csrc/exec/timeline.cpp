@@ -52,10 +52,8 @@ std::vector<Span> end_collecting() {
   return std::move(g_events);
 }
 
-bool collecting() { return g_collecting.load(std::memory_order_relaxed); }
-
 void note_span(Span span) {
-  if (!collecting()) return;
+  if (!g_collecting.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_collecting) g_events.push_back(std::move(span));
 }

@@ -32,7 +32,6 @@ int64_t now_ns();
 // While collecting, every span is also kept as an event; end_collecting hands them over.
 void begin_collecting();
 std::vector<Span> end_collecting();
-bool collecting();
 void note_span(Span span);
 
 // A program launched on `device` between launch_begin and now: counted in its totals, and its

@@ -13,10 +13,7 @@ _CONSTANT_TYPES = {int: "int", float: "float", bool: "bool", str: "str"}
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
-    array: bool  # a jax.Array (a tensor on the call); otherwise a constant of `type`
-    optional: bool  # may be None
-    type: type | None  # int, float, bool or str for constants
-    default: object  # inspect.Parameter.empty when there is none
+    array: bool  # a jax.Array (a tensor on the call); otherwise a compile-time constant
     keyword_only: bool
 
 
@@ -122,9 +119,7 @@ def parse(fn, op_name, array_type, donate_argnums=None):
         if p.default is not p.empty:
             text += "=" + _schema_default(p.default)
         schema_args.append(text)
-        params.append(
-            Param(p.name, array, optional, None if array else inner, p.default, keyword_only)
-        )
+        params.append(Param(p.name, array, keyword_only))
     if not any(p.array for p in params):
         raise TypeError(
             f"{where}: needs at least one jax.Array argument (its tensors choose the device)"
