@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/builder.h"
+#include "lowering/core/dynamic.h"
 
 namespace tpu::lowering {
 
@@ -49,6 +50,10 @@ struct Arg {
   // Scalar: the category used by type promotion. A 0-d tensor wrapped from a Python number
   // also counts as a scalar for promotion.
   bool wrapped_number = false;
+  // Padded execution (lowering/core/dynamic.h): the real sizes of the value's dynamic dimensions
+  // (empty when it has none), per entry for a TensorList.
+  Dims dims;
+  std::vector<Dims> list_dims;
   bool is_none() const { return kind == Kind::None; }
 };
 
@@ -72,8 +77,14 @@ struct Ctx {
   }
 
   const Lowering* lowering = nullptr;  // whose schema the by-name accessors resolve names in
+  // Padded execution: per returned value, the real sizes of its dynamic dimensions (its type
+  // holds their bounds); empty when no result is dynamic.
+  std::vector<Dims> out_dims = {};
 
   const ir::Type& out(int k = 0) const { return out_types.at(k); }
+  // The dynamic dimensions of a tensor argument / of result k (empty when static).
+  const Dims& dims(std::string_view name) const { return at(index(name)).dims; }
+  Dims out_dims_of(int k) const { return k < static_cast<int>(out_dims.size()) ? out_dims[k] : Dims{}; }
 
   // Arguments by schema name ("mat1"), which the lowering must declare (Signature): reading an
   // undeclared name throws. An optional argument that was not passed counts as absent (has()).
@@ -114,6 +125,9 @@ struct Lowering {
   bool random = false;       // needs Ctx::rng_state even without a Generator argument
   Signature signature = {};
   std::vector<std::string> schema_args = {};  // the operator's argument names, set when bound
+  // The source file that registered it: ops of lowering/elementwise and lowering/special are
+  // pointwise on padded values (lowering/core/pad_rules.cpp).
+  std::string file = {};
 };
 
 // Lowerings by name. TPU_LOWERING fills the process's registry(); tests fill scratch ones.
@@ -139,8 +153,8 @@ const Lowering* find_lowering(const std::string& name);
 std::vector<const Lowering*> all_lowerings();
 
 struct Registrar {
-  Registrar(const char* name, LowerFn fn, Signature signature, bool random = false) {
-    register_lowering(Lowering{name, fn, 0, random, std::move(signature), {}});
+  Registrar(const char* file, const char* name, LowerFn fn, Signature signature, bool random = false) {
+    register_lowering(Lowering{name, fn, 0, random, std::move(signature), {}, file});
   }
 };
 
@@ -148,6 +162,6 @@ struct Registrar {
 #define TPU_CONCAT(a, b) TPU_CONCAT_INNER(a, b)
 // TPU_LOWERING("aten::mm", lower_mm, reads({"self", "mat2"}));
 #define TPU_LOWERING(name, ...) \
-  static ::tpu::lowering::Registrar TPU_CONCAT(tpu_lowering_, __COUNTER__)(name, __VA_ARGS__)
+  static ::tpu::lowering::Registrar TPU_CONCAT(tpu_lowering_, __COUNTER__)(__FILE__, name, __VA_ARGS__)
 
 }  // namespace tpu::lowering

@@ -1,0 +1,113 @@
+#include "lowering/core/dynamic.h"
+
+#include <algorithm>
+#include <map>
+
+#include "lowering/core/float8.h"
+#include "lowering/core/hlo.h"
+#include "lowering/core/reduce_util.h"
+#include "lowering/core/registry.h"
+
+namespace tpu::lowering {
+
+using ir::DType;
+using ir::Type;
+using ir::Value;
+
+bool any_dynamic(const Dims& dims) {
+  return std::any_of(dims.begin(), dims.end(), [](const Value& v) { return v.valid(); });
+}
+
+Value dim_size(ir::Builder& b, const Value& v, const Dims& dims, int d) {
+  if (d < static_cast<int>(dims.size()) && dims[d].valid()) return dims[d];
+  return hlo::constant_int(b, DType::I64, v.dim(d));
+}
+
+Value valid_mask(ir::Builder& b, const ir::Shape& shape, const Dims& dims) {
+  const Type index{DType::I64, shape};
+  Value mask;
+  for (size_t d = 0; d < dims.size() && d < shape.size(); ++d) {
+    if (!dims[d].valid()) continue;
+    Value inside = hlo::compare(b, hlo::iota(b, index, static_cast<int64_t>(d)),
+                                hlo::broadcast_in_dim(b, dims[d], shape, {}), "LT");
+    mask = mask.valid() ? hlo::and_(b, mask, inside) : inside;
+  }
+  return mask.valid() ? mask : hlo::full(b, Type{DType::Bool, shape}, 1);
+}
+
+Value fill_padding(ir::Builder& b, const Value& v, const Dims& dims, const Value& fill) {
+  if (!any_dynamic(dims)) return v;
+  return hlo::select(b, valid_mask(b, v.shape(), dims), v, hlo::broadcast_in_dim(b, fill, v.shape(), {}));
+}
+
+Value neutral_value(ir::Builder& b, DType dtype, Neutral n) {
+  switch (n) {
+    case Neutral::Zero:
+      return hlo::constant(b, dtype, 0);
+    case Neutral::One:
+      return hlo::constant(b, dtype, 1);
+    case Neutral::Lowest:
+      return reduce::lowest(b, dtype);
+    case Neutral::Highest:
+      return reduce::highest(b, dtype);
+  }
+  return hlo::constant(b, dtype, 0);
+}
+
+PadRule pointwise() { return PadRule{PadRule::Kind::Pointwise, {}, nullptr}; }
+PadRule masked(std::vector<std::pair<std::string, Neutral>> fills) {
+  return PadRule{PadRule::Kind::Masked, std::move(fills), nullptr};
+}
+PadRule custom(std::vector<Value> (*padded)(Ctx&)) { return PadRule{PadRule::Kind::Custom, {}, padded}; }
+PadRule exact_only() { return PadRule{}; }
+
+namespace {
+
+std::map<std::string, PadRule>& rules() {
+  static std::map<std::string, PadRule> r;
+  return r;
+}
+
+bool in_folder(const std::string& file, const char* folder) { return file.find(folder) != std::string::npos; }
+
+}  // namespace
+
+PadRuleRegistrar::PadRuleRegistrar(const char* name, PadRule rule) { rules()[name] = std::move(rule); }
+
+std::vector<std::string> padded_rule_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, rule] : rules()) names.push_back(name);
+  return names;
+}
+
+const PadRule& pad_rule(const Lowering& lowering) {
+  static const PadRule kPointwise = pointwise(), kNone = exact_only();
+  auto it = rules().find(lowering.name);
+  if (it != rules().end()) return it->second;
+  if (in_folder(lowering.file, "lowering/elementwise/") || in_folder(lowering.file, "lowering/special/"))
+    return kPointwise;
+  return kNone;
+}
+
+std::vector<Value> lower_padded(const Lowering& lowering, Ctx& c) {
+  const PadRule& rule = pad_rule(lowering);
+  if (rule.kind == PadRule::Kind::None) throw NotPaddable(lowering.name + " has no padded lowering");
+  for (const auto& [name, fill] : rule.fills) {
+    if (!c.has(name)) continue;
+    Arg& a = c.args[c.index(name)];
+    if (a.kind == Arg::Kind::Tensor && a.value.valid())
+      a.value = fill_padding(c.b, a.value, a.dims, neutral_value(c.b, a.value.dtype(), fill));
+    for (size_t i = 0; i < a.values.size() && i < a.list_dims.size(); ++i)
+      if (a.values[i].valid())
+        a.values[i] =
+            fill_padding(c.b, a.values[i], a.list_dims[i], neutral_value(c.b, a.values[i].dtype(), fill));
+  }
+  const size_t checks = c.checks.size();
+  std::vector<Value> results = rule.padded ? rule.padded(c) : float8::lower(lowering, c);
+  // A check of a pointwise op would also judge the padding.
+  if (rule.kind == PadRule::Kind::Pointwise && c.checks.size() > checks)
+    throw NotPaddable(lowering.name + " checks its input values");
+  return results;
+}
+
+}  // namespace tpu::lowering
