@@ -71,8 +71,9 @@ void reallocate_storage(const c10::Storage& storage, size_t nbytes) {
   auto* s = static_cast<exec::Storage*>(fresh.get_context());
   runtime::BufferPtr old_buffer = nbytes > 0 ? exec::concrete_buffer(old) : nullptr;
   if (old_buffer) {
-    std::vector<uint8_t> host(std::max<size_t>(nbytes, old_buffer->size_in_bytes()), 0);
-    exec::download(*old_buffer, host.data(), static_cast<size_t>(old_buffer->size_in_bytes()));
+    const size_t old_bytes = static_cast<size_t>(old->nbytes);
+    std::vector<uint8_t> host(std::max<size_t>(nbytes, old_bytes), 0);
+    exec::download_elements(*old_buffer, old->padded.get(), ir::itemsize(old->dtype), host.data(), old_bytes);
     // Typed as before when the new size allows it; bytes otherwise (read back bit for bit).
     ir::DType dtype = nbytes % ir::itemsize(old->dtype) == 0 ? old->dtype : ir::DType::U8;
     int64_t n = static_cast<int64_t>(nbytes) / ir::itemsize(dtype);
@@ -139,7 +140,7 @@ bool share_whole_storage(const at::Tensor& dst, const at::Tensor& src) {
   if (!lowering::covers_storage({dst.sizes().vec(), dst.strides().vec(), dst.storage_offset()}, numel) ||
       !lowering::covers_storage({src.sizes().vec(), src.strides().vec(), src.storage_offset()}, numel))
     return false;
-  d->set_buffer(s->buffer, dtype);
+  d->set_buffer(s->buffer, dtype, s->padded);
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "aten/tpu_tensor.h"
+#include "exec/fused_graph.h"
 
 namespace tpu::aten {
 
@@ -20,6 +21,13 @@ std::string layout(const std::vector<at::Tensor>& inputs, std::vector<exec::Stor
     exec::append_bytes(sig, static_cast<int32_t>(it - storages.begin()));
     if (it == storages.end()) {
       storages.push_back(s);
+      // A padded storage is another parameter type of the captured program.
+      exec::concrete_buffer(s);
+      if (s->padded)
+        for (size_t d = 0; d < s->padded->bounds.size(); ++d) {
+          exec::append_bytes(sig, s->padded->bounds[d]);
+          exec::append_bytes(sig, s->padded->sizes[d]);
+        }
       exec::append_bytes(sig, s->nbytes);
       exec::append_bytes(sig, s->device);
       exec::append_bytes(sig, s->defined);

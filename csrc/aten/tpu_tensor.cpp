@@ -183,15 +183,16 @@ std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call
     result.push_back(news[k].undefined
                          ? at::Tensor()
                          : wrap_buffer(outs[k], news[k].sizes, news[k].strides, to_torch(news[k].dtype),
-                                       static_cast<c10::DeviceIndex>(call.device)));
+                                       static_cast<c10::DeviceIndex>(call.device),
+                                       k < op->output_forms.size() ? op->output_forms[k] : nullptr));
   return result;
 }
 
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                       c10::ScalarType dtype, c10::DeviceIndex device) {
+                       c10::ScalarType dtype, c10::DeviceIndex device, exec::PaddedFormPtr form) {
   at::Tensor t = empty_tpu(sizes, strides, dtype, device);
   exec::Storage* s = storage_of(t);
-  s->set_buffer(std::move(buffer), to_ir(dtype));
+  s->set_buffer(std::move(buffer), to_ir(dtype), std::move(form));
   return t;
 }
 
@@ -225,6 +226,7 @@ std::vector<at::Tensor> run_internal_call(exec::OpCall& call, const std::vector<
   // are part of the compile-cache key: a trailing argument the lowerings ignore.
   exec::ArgSpec types;
   types.kind = lowering::Arg::Kind::IntList;
+  types.result_types = true;
   for (const ir::Type& t : result_types) {
     types.ints.push_back(static_cast<int64_t>(t.dtype));
     types.ints.push_back(t.rank());
@@ -301,7 +303,10 @@ void download_into(const at::Tensor& t, const at::Tensor& out) {
   }
   // After the value exists (a fused graph just ran): its own checks are reported here too.
   raise_failed_checks();
-  if (out.numel() > 0) exec::download(*buffer, out.data_ptr(), out.nbytes());
+  exec::Storage* held = storage_of(src);
+  if (out.numel() > 0)
+    exec::download_elements(*buffer, held->padded.get(), static_cast<int>(out.element_size()), out.data_ptr(),
+                            out.nbytes());
 }
 
 void adopt_host_tensor(const at::Tensor& dst, const at::Tensor& host) {

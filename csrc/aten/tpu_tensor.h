@@ -32,9 +32,10 @@ int add_view(exec::OpCall& call, const at::Tensor& t);
 // An uninitialised tpu tensor on `device` (its storage is written by the first op).
 at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype,
                      c10::DeviceIndex device);
-// A fresh tpu tensor whose storage holds `buffer` laid out with `strides`.
+// A fresh tpu tensor whose storage holds `buffer` laid out with `strides` (padded as `form`, when
+// given).
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                       c10::ScalarType dtype, c10::DeviceIndex device);
+                       c10::ScalarType dtype, c10::DeviceIndex device, exec::PaddedFormPtr form = nullptr);
 // Fresh tpu tensors for the new outputs of `op`: launched now (strict, debug) or recorded into
 // the fused graph, in which case their storages hold pending values.
 std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, const std::string& key);

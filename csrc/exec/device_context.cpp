@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "exec/metrics.h"
 #include "exec/timeline.h"
@@ -166,6 +169,32 @@ void download(const runtime::Buffer& buffer, void* dst, size_t nbytes) {
   counters().d2h_transfers++;
   counters().d2h_bytes += nbytes;
   buffer.to_host(dst, nbytes);
+}
+
+void download_elements(const runtime::Buffer& buffer, const PaddedForm* form, int itemsize, void* dst,
+                       size_t nbytes) {
+  if (form == nullptr) return download(buffer, dst, nbytes);
+  std::vector<uint8_t> whole(static_cast<size_t>(form->capacity() * itemsize));
+  download(buffer, whole.data(), whole.size());
+  // Copy rows of the innermost dimension: row r of the real array sits at the padded position of
+  // its coordinates.
+  const size_t rank = form->sizes.size();
+  const int64_t row = (rank ? form->sizes.back() : 1) * itemsize;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= form->sizes[d];
+  auto* out = static_cast<uint8_t*>(dst);
+  size_t written = 0;
+  for (int64_t r = 0; r < rows && written < nbytes; ++r) {
+    int64_t rest = r, at = 0, stride = rank ? form->bounds.back() : 1;
+    for (size_t d = rank - 1; d-- > 0;) {
+      at += (rest % form->sizes[d]) * stride;
+      rest /= form->sizes[d];
+      stride *= form->bounds[d];
+    }
+    const size_t n = std::min<size_t>(static_cast<size_t>(row), nbytes - written);
+    std::memcpy(out + written, whole.data() + at * itemsize, n);
+    written += n;
+  }
 }
 
 Mode mode() { return g_mode.load(); }

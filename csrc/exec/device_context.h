@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/storage.h"
 #include "ir/dtype.h"
 #include "runtime/client.h"
 
@@ -28,6 +29,10 @@ runtime::BufferPtr upload_aliasing(const void* data, ir::DType dtype, const std:
                                    int device, std::shared_ptr<void> owner);
 // Downloads a whole buffer into `dst`; counts the transfer.
 void download(const runtime::Buffer& buffer, void* dst, size_t nbytes);
+// The first `nbytes` of a storage's elements: a padded buffer (`form`) is downloaded whole and its
+// real elements gathered on the host, in row-major order.
+void download_elements(const runtime::Buffer& buffer, const PaddedForm* form, int itemsize, void* dst,
+                       size_t nbytes);
 
 // Eager execution modes. Debug waits after every op so errors surface at the op that caused them.
 // Fused records ops and runs everything recorded as one program at a materialization point.

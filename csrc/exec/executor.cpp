@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 
+#include "exec/automatic_dynamic.h"
+#include "exec/bucket_policy.h"
 #include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
 #include "exec/fused_graph.h"
@@ -131,6 +133,74 @@ void compile_into(CompiledOp& op, const std::string& mlir, const std::string& wh
   counters().compile_nanos += nanos;
 }
 
+namespace {
+
+void note_padded_launch(const CompiledOp& op) {
+  counters().padded_launches++;
+  counters().padded_elements += op.padded_elements;
+  counters().real_elements += op.real_elements;
+}
+
+// The entry of a call served by the program compiled for its buckets, or null when the call has
+// nothing dynamic or cannot run padded (then it compiles at its exact shapes).
+CompiledOpPtr bucketed_entry(const OpCall& call, const OutputPlan& plan) {
+  const std::string shape_free = call.shape_free_key();
+  std::shared_ptr<const DynamicSpec> spec =
+      dynamic_spec(call, plan, varied_slots(shape_free, shape_slots(call, plan)));
+  if (!spec) return nullptr;
+  OpCall bcall = call;
+  bcall.dynamic = spec;
+  const OutputPlan bplan = bucketed_plan(plan, *spec);
+  const std::string bkey = bucketed_key(bcall, plan);
+  CompiledOpPtr program = op_cache().find(bkey);
+  if (!program) {
+    program = std::make_shared<CompiledOp>();
+    program->op_name = call.op_name;
+    program->plan = bplan;
+    const bool loaded = load_compiled_op(bcall, bkey, *program);
+    std::string mlir;
+    if (!loaded) {
+      try {
+        mlir = build_program(bcall, bplan, program->layout);
+      } catch (const lowering::NotPaddable& e) {
+        mark_not_paddable(shape_free);
+        note_not_paddable(call.op_name, e.what());
+        return nullptr;
+      }
+      note_bucketed_compile(bcall, bplan);
+      compile_into(*program, mlir, call.op_name + " (bucketed)");
+      store_compiled_op(bcall, bkey, *program);
+    }
+    if (dump_enabled()) {
+      ProgramLayout scratch;
+      if (loaded) mlir = build_program(bcall, bplan, scratch);
+      dump_program({call.op_name + " (bucketed)",
+                    bkey,
+                    mlir,
+                    *program->executable,
+                    loaded,
+                    program->compile_seconds,
+                    {current_source_location()}});
+    }
+    op_cache().insert(bkey, program);
+  }
+  program->uses++;
+  auto entry = std::make_shared<CompiledOp>(*program);
+  entry->plan = plan;
+  entry->dynamic = spec;
+  for (size_t k = 0; k < plan.result_types.size(); ++k) {
+    entry->real_elements += plan.result_types[k].numel();
+    entry->padded_elements += bplan.result_types[k].numel();
+  }
+  for (int s : program->layout.written_storages)
+    entry->written_forms.push_back(written_form(call, spec.get(), s));
+  for (size_t o = 0; o < plan.new_outputs.size(); ++o)
+    entry->output_forms.push_back(output_form(plan, *spec, o));
+  return entry;
+}
+
+}  // namespace
+
 CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
                               const std::function<OutputPlan()>& make_plan, bool compile) {
   counters().ops_dispatched++;
@@ -138,6 +208,7 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
   if (op && (op->executable || !compile)) {
     if (compile) counters().cache_hits++;
     op->uses++;
+    if (op->dynamic) note_padded_launch(*op);
     return op;
   }
   const bool fresh = !op;
@@ -145,6 +216,15 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
     op = std::make_shared<CompiledOp>();
     op->op_name = call.op_name;
     op->plan = make_plan();
+    if (compile && dynamic_shapes_enabled()) {
+      if (CompiledOpPtr entry = bucketed_entry(call, op->plan)) {
+        counters().cache_misses++;
+        note_padded_launch(*entry);
+        op_cache().insert(key, entry);
+        entry->uses++;
+        return entry;
+      }
+    }
   }
   if (compile) {
     counters().cache_misses++;
@@ -194,6 +274,14 @@ void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& 
   }
 }
 
+runtime::BufferPtr symbols_buffer(const CompiledOp& op, int device) {
+  if (!op.symbols_buffer) {
+    const std::vector<int64_t>& v = op.dynamic->values;
+    op.symbols_buffer = upload(v.data(), ir::DType::I64, {static_cast<int64_t>(v.size())}, device);
+  }
+  return op.symbols_buffer;
+}
+
 std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call) {
   std::vector<runtime::BufferPtr> keep;  // keeps inputs alive through the launch
   std::vector<PJRT_Buffer*> args;
@@ -211,11 +299,15 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
   // other holder (a storage sharing the buffer) still needs the old value. An op with runtime
   // checks donates nothing: a failed check must leave its targets unchanged.
   std::vector<int64_t> non_donatable;
-  const auto donatable = donatable_inputs(call, op.layout);
+  const auto donatable = donatable_inputs(call, op.dynamic.get(), op.layout);
   for (const auto& [param, output] : donatable)
     if (keep[param].use_count() > 2 || !op.layout.check_messages.empty()) non_donatable.push_back(param);
   counters().donated_buffers += donatable.size() - non_donatable.size();
   append_runtime_inputs(call, keep, args);
+  if (op.dynamic) {
+    keep.push_back(symbols_buffer(op, call.device));
+    args.push_back(keep.back()->raw());
+  }
   const int64_t launch_begin = now_ns();
   std::vector<runtime::BufferPtr> outs =
       op.executable->execute(args, client().device(call.device), non_donatable);
@@ -237,7 +329,8 @@ std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call)
   const size_t num_written = op.layout.written_storages.size();
   for (size_t k = 0; k < num_written; ++k) {
     Storage* st = call.storages[op.layout.written_storages[k]];
-    st->set_buffer(outs[k], op.layout.written_dtypes[k]);
+    st->set_buffer(outs[k], op.layout.written_dtypes[k],
+                   k < op.written_forms.size() ? op.written_forms[k] : nullptr);
   }
   return std::vector<runtime::BufferPtr>(outs.begin() + num_written, outs.end());
 }

@@ -38,6 +38,8 @@ runtime::BufferPtr scalar_buffer(const HostScalar& s, int device);
 // storages) to `args`; `keep` holds the buffers alive through the launch.
 void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& keep,
                            std::vector<PJRT_Buffer*>& args);
+// Device copy of a bucketed call's symbols (the program's last input), kept with its entry.
+runtime::BufferPtr symbols_buffer(const CompiledOp& op, int device);
 // Remembers work launched on `device` (whose first output is `output`) so synchronize() and
 // torch.tpu.Event can wait for it.
 void track(const runtime::BufferPtr& output, int device);

@@ -201,18 +201,19 @@ void run_graph(Graph& g) {
       for (size_t s = 0; s < node.sources.size(); ++s) {
         int p = source_param[n][s];
         if (p >= static_cast<int>(param_values.size())) {
-          ir::Type t{node.snapshots[s]->dtype, {node.snapshots[s]->numel_as(node.snapshots[s]->dtype)}};
-          param_values.push_back(b.param(t));
+          const Storage& snap = *node.snapshots[s];
+          param_values.push_back(b.param(snap.padded ? ir::Type{snap.dtype, snap.padded->bounds}
+                                                     : ir::Type{snap.dtype, {snap.numel_as(snap.dtype)}}));
         }
       }
     }
-    std::vector<std::vector<ir::Value>> outputs(nodes.size());
+    std::vector<std::vector<lowering::StorageValue>> outputs(nodes.size());
     std::vector<ir::Value> results;
     std::vector<ir::Value> check_values;
     auto program_op = std::make_shared<CompiledOp>();
     for (size_t n = 0; n < nodes.size(); ++n) {
       const Node& node = nodes[n];
-      std::map<int, ir::Value> current;
+      std::map<int, lowering::StorageValue> current;
       std::vector<bool> needed = storages_read(node.call);
       for (size_t s = 0; s < node.sources.size(); ++s) {
         if (!needed[s]) continue;
@@ -220,23 +221,25 @@ void run_graph(Graph& g) {
         if (src.node >= 0) {
           current[s] = outputs[src.node][src.output];
         } else if (source_param[n][s] >= 0) {
-          current[s] = param_values[source_param[n][s]];
-        } else {  // never written: zeros
           current[s] =
-              lowering::hlo::full(b, ir::Type{storage_dtype(node.call, s), {storage_numel(node.call, s)}}, 0);
+              storage_parameter(b, param_values[source_param[n][s]], node.call, static_cast<int>(s), {});
+        } else {  // never written: zeros
+          const int64_t numel = storage_numel(node.call, s);
+          current[s].data = lowering::hlo::full(b, ir::Type{storage_dtype(node.call, s), {numel}}, 0);
+          current[s].sizes = {numel};
         }
       }
       std::vector<ir::Value> scalars;
       for (const HostScalar& h : node.call.scalars) scalars.push_back(b.param(ir::Type{h.dtype, {}}));
       ir::Value rng;
       if (node.call.random) rng = b.param(ir::Type{ir::DType::U64, {2}});
-      EmittedOp e = emit_op(b, node.call, node.op->plan, current, scalars, rng);
+      EmittedOp e = emit_op(b, node.call, node.op->plan, current, scalars, rng, {});
       for (int s : e.written_storages) outputs[n].push_back(current.at(s));
       outputs[n].insert(outputs[n].end(), e.new_outputs.begin(), e.new_outputs.end());
       for (size_t k = 0; k < node.outputs.size(); ++k)
         if (!node.outputs[k].expired()) {
           // The program's outputs, described as its plan (the disk cache checks both).
-          const ir::Value& v = outputs[n][k];
+          const ir::Value& v = outputs[n][k].data;
           results.push_back(v);
           program_op->plan.result_types.push_back(v.type);
           program_op->plan.new_outputs.push_back({v.shape(), {1}, v.dtype()});
@@ -354,6 +357,7 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
     snap->device = st->device;
     snap->defined = st->defined;
     snap->dtype = st->dtype;
+    snap->padded = st->padded;
     node.call.storages[s] = snap.get();
     node.snapshots.push_back(std::move(snap));
   }
@@ -371,6 +375,7 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
       if (call.views[v].storage == s) dtype = call.views[v].dtype;
     if (st->defined && dtype == st->dtype) pv->donor = st->pending ? st->pending->donor : st->buffer.get();
     st->buffer.reset();
+    st->padded.reset();
     st->pending = pv;
     st->dtype = dtype;
     st->defined = true;

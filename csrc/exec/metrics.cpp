@@ -41,6 +41,9 @@ std::map<std::string, double> metrics_snapshot() {
       {"d2h_bytes", double(c.d2h_bytes)},
       {"donated_buffers", double(c.donated_buffers)},
       {"graph_replays", double(c.graph_replays)},
+      {"padded_launches", double(c.padded_launches)},
+      {"padded_elements", double(c.padded_elements)},
+      {"real_elements", double(c.real_elements)},
       {"fallbacks", double(fallbacks)},
       {"disk_hits", double(c.disk_hits)},
       {"disk_misses", double(c.disk_misses)},
@@ -53,9 +56,10 @@ std::map<std::string, double> metrics_snapshot() {
 void reset_metrics() {
   Counters& c = counters();
   for (auto* a :
-       {&c.ops_dispatched, &c.executions, &c.compiles, &c.cache_hits, &c.cache_misses, &c.compile_nanos,
-        &c.h2d_transfers, &c.h2d_bytes, &c.d2h_transfers, &c.d2h_bytes, &c.donated_buffers, &c.graph_replays,
-        &c.disk_hits, &c.disk_misses, &c.disk_writes, &c.disk_errors, &c.disk_evictions})
+       {&c.ops_dispatched,  &c.executions,    &c.compiles,        &c.cache_hits,      &c.cache_misses,
+        &c.compile_nanos,   &c.h2d_transfers, &c.h2d_bytes,       &c.d2h_transfers,   &c.d2h_bytes,
+        &c.donated_buffers, &c.graph_replays, &c.padded_launches, &c.padded_elements, &c.real_elements,
+        &c.disk_hits,       &c.disk_misses,   &c.disk_writes,     &c.disk_errors,     &c.disk_evictions})
     a->store(0);
   std::lock_guard<std::mutex> lock(g_fallback_mutex);
   g_fallbacks.clear();

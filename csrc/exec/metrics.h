@@ -21,6 +21,11 @@ struct Counters {
   std::atomic<int64_t> donated_buffers{0};
   // Compiled (torch.compile) graphs run from their captured program, without recording.
   std::atomic<int64_t> graph_replays{0};
+  // Launches of programs compiled for buckets (docs/dynamic_shapes.md), and the elements their
+  // results hold at the bounds against the real ones (the padding overhead is their ratio).
+  std::atomic<int64_t> padded_launches{0};
+  std::atomic<int64_t> padded_elements{0};
+  std::atomic<int64_t> real_elements{0};
   // Persistent compile cache (disk_cache.h): loaded instead of compiled, not found, written,
   // damaged or unwritable, removed by the size limit.
   std::atomic<int64_t> disk_hits{0};

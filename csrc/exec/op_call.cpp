@@ -25,25 +25,38 @@ int64_t storage_numel(const OpCall& call, int storage) {
   return call.storages[storage]->numel_as(storage_dtype(call, storage));
 }
 
-std::string OpCall::key() const {
+namespace {
+
+std::string call_key(const OpCall& call, bool with_shapes) {
   std::string k;
   k.reserve(256);
-  append_bytes(k, lowering);
-  append_bytes(k, static_cast<uint8_t>(random));
-  append_bytes(k, static_cast<uint32_t>(storages.size()));
-  for (size_t s = 0; s < storages.size(); ++s) {
-    append_bytes(k, storage_dtype(*this, static_cast<int>(s)));
-    append_bytes(k, storage_numel(*this, static_cast<int>(s)));
-    append_bytes(k, static_cast<uint8_t>(storages[s]->defined));
+  append_bytes(k, call.lowering);
+  append_bytes(k, static_cast<uint8_t>(call.random));
+  append_bytes(k, static_cast<uint32_t>(call.storages.size()));
+  for (size_t s = 0; s < call.storages.size(); ++s) {
+    const Storage* st = call.storages[s];
+    append_bytes(k, storage_dtype(call, static_cast<int>(s)));
+    append_bytes(k, static_cast<uint8_t>(st->defined));
+    if (!with_shapes) continue;
+    append_bytes(k, storage_numel(call, static_cast<int>(s)));
+    if (st->padded) {  // a padded buffer is a different parameter than a flat one
+      put_ints(k, st->padded->bounds);
+      for (bool d : st->padded->dynamic) append_bytes(k, static_cast<uint8_t>(d));
+    }
   }
-  append_bytes(k, static_cast<uint32_t>(views.size()));
-  for (const TensorView& v : views) {
+  append_bytes(k, static_cast<uint32_t>(call.views.size()));
+  for (const TensorView& v : call.views) {
     append_bytes(k, v.storage);
     append_bytes(k, v.dtype);
+    append_bytes(k, static_cast<uint32_t>(v.geometry.sizes.size()));
+    if (!with_shapes) continue;
     put_ints(k, v.geometry.sizes);
     put_ints(k, v.geometry.strides);
     append_bytes(k, v.geometry.offset);
   }
+  const auto& scalars = call.scalars;
+  const auto& args = call.args;
+  const auto& written_views = call.written_views;
   append_bytes(k, static_cast<uint32_t>(scalars.size()));
   for (const HostScalar& s : scalars) append_bytes(k, s.dtype);
   append_bytes(k, static_cast<uint32_t>(args.size()));
@@ -65,7 +78,11 @@ std::string OpCall::key() const {
         append_bytes(k, a.i);
         break;
       case lowering::Arg::Kind::IntList:
-        put_ints(k, a.ints);
+        if (with_shapes || !a.result_types) {
+          put_ints(k, a.ints);
+        } else {
+          append_bytes(k, static_cast<uint32_t>(a.ints.size()));
+        }
         break;
       case lowering::Arg::Kind::String:
         append_bytes(k, static_cast<uint32_t>(a.s.size()));
@@ -86,5 +103,10 @@ std::string OpCall::key() const {
   for (int v : written_views) append_bytes(k, v);
   return k;
 }
+
+}  // namespace
+
+std::string OpCall::key() const { return call_key(*this, true); }
+std::string OpCall::shape_free_key() const { return call_key(*this, false); }
 
 }  // namespace tpu::exec

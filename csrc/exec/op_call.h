@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,27 @@ struct ArgSpec {
   double d = 0;
   std::vector<int64_t> ints;
   std::string s;
+  // IntList that lists result types (dtype, rank, sizes...) of a glue op (run_internal): its sizes
+  // may vary with the inputs' as any other size does.
+  bool result_types = false;
+};
+
+// A call run by a program compiled for buckets (docs/dynamic_shapes.md): its varying quantities
+// are symbols, entries of one i64 runtime input; -1 marks a quantity that is a compile-time
+// constant. Sizes that are symbols are compiled at their bucket.
+struct DynamicSpec {
+  std::vector<int64_t> values;  // the symbols' values for this call
+  struct View {
+    std::vector<int> sizes, strides;
+    int offset = -1;
+  };
+  std::vector<View> views;                 // per view
+  std::vector<std::vector<int>> storages;  // per storage: per padded dimension (empty when flat)
+  std::vector<std::vector<int>> results;   // per plan result type: per dimension
+  int add(int64_t value) {
+    values.push_back(value);
+    return static_cast<int>(values.size()) - 1;
+  }
 };
 
 struct OpCall {
@@ -49,9 +71,13 @@ struct OpCall {
   std::vector<int> written_views;  // views the op writes, in result order
   bool random = false;
   uint64_t seed = 0, rng_offset = 0;
+  std::shared_ptr<const DynamicSpec> dynamic;  // null: every quantity is a constant
 
   // Compact bytes identifying everything the compiled program depends on.
   std::string key() const;
+  // The key without sizes, strides, offsets and storage sizes: calls that differ only there
+  // are the same op applied to other shapes (automatic dynamic dimensions compare them).
+  std::string shape_free_key() const;
 };
 
 // Types and layouts of an op's results, computed once by PyTorch's meta kernels on a cache miss.

@@ -1,5 +1,7 @@
 #include "exec/recompile_log.h"
 
+#include "exec/bucket_policy.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -122,6 +124,50 @@ void note_compile(const std::vector<const OpCall*>& calls) {
     std::fprintf(stderr, "%s\n", msg.str().c_str());
   }
   g_last[structure] = std::move(desc);
+}
+
+void note_bucketed_compile(const OpCall& call, const OutputPlan& plan) {
+  if (!recompile_logging() || !call.dynamic) return;
+  const DynamicSpec& spec = *call.dynamic;
+  auto sizes = [](const std::vector<int64_t>& real, const std::vector<int64_t>& bound,
+                  const std::vector<int>& sym) {
+    std::ostringstream s;
+    s << "[";
+    for (size_t d = 0; d < real.size(); ++d) {
+      s << (d ? ", " : "") << real[d];
+      if (sym[d] >= 0) s << " (bucket " << bound[d] << ")";
+    }
+    s << "]";
+    return s.str();
+  };
+  std::ostringstream msg;
+  msg << "torch_tpu: compiling " << call.op_name << " for buckets; dynamic sizes:";
+  bool any = false;
+  for (size_t v = 0; v < call.views.size(); ++v) {
+    const std::vector<int>& sym = spec.views[v].sizes;
+    if (std::none_of(sym.begin(), sym.end(), [](int x) { return x >= 0; })) continue;
+    std::vector<int64_t> bound = call.views[v].geometry.sizes;
+    for (size_t d = 0; d < bound.size(); ++d)
+      if (sym[d] >= 0) bound[d] = bucket(bound[d]);
+    msg << "\n  input " << v << ": " << sizes(call.views[v].geometry.sizes, bound, sym);
+    any = true;
+  }
+  for (size_t k = 0; k < plan.result_types.size(); ++k) {
+    const std::vector<int>& sym = spec.results[k];
+    if (std::none_of(sym.begin(), sym.end(), [](int x) { return x >= 0; })) continue;
+    std::vector<int64_t> real = plan.result_types[k].shape;
+    for (size_t d = 0; d < real.size(); ++d)
+      if (sym[d] >= 0) real[d] = spec.values[sym[d]];
+    msg << "\n  result " << k << ": " << sizes(real, plan.result_types[k].shape, sym);
+    any = true;
+  }
+  if (!any) msg << " none (only positions and padded inputs vary)";
+  std::fprintf(stderr, "%s\n", msg.str().c_str());
+}
+
+void note_not_paddable(const std::string& op, const std::string& why) {
+  if (!recompile_logging()) return;
+  std::fprintf(stderr, "torch_tpu: %s varies in size but compiles per shape: %s\n", op.c_str(), why.c_str());
 }
 
 }  // namespace tpu::exec

@@ -14,5 +14,10 @@ void set_recompile_logging(bool on);
 // Called on every compile; logs (to stderr) the difference from the last compile of the same
 // structure, if any.
 void note_compile(const std::vector<const OpCall*>& calls);
+// A program compiled for buckets (call.dynamic set; `plan` at the bounds): which sizes became
+// dynamic and the bucket they run in.
+void note_bucketed_compile(const OpCall& call, const OutputPlan& plan);
+// A call whose sizes vary but that cannot run padded (`why`): it compiles per shape.
+void note_not_paddable(const std::string& op, const std::string& why);
 
 }  // namespace tpu::exec

@@ -5,11 +5,26 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "ir/dtype.h"
 #include "runtime/buffer.h"
 
 namespace tpu::exec {
+
+// A padded storage (docs/dynamic_shapes.md): its buffer is a dense array of `bounds`, and the
+// storage's elements, row-major over `sizes`, fill its leading part. A `dynamic` dimension's real
+// size is given to programs at run time, so every size up to its bound shares their programs.
+struct PaddedForm {
+  std::vector<int64_t> bounds, sizes;
+  std::vector<bool> dynamic;
+  int64_t capacity() const {
+    int64_t n = 1;
+    for (int64_t b : bounds) n *= b;
+    return n;
+  }
+};
+using PaddedFormPtr = std::shared_ptr<const PaddedForm>;
 
 struct PendingValue {
   uint64_t graph_id = 0;       // the fused graph that will produce it
@@ -18,6 +33,7 @@ struct PendingValue {
   // The buffer its storage held when the graph started, when this value has the same type:
   // the program may write this value into it (donation). Identity only, never dereferenced.
   const runtime::Buffer* donor = nullptr;
+  PaddedFormPtr padded;  // the layout of `buffer` (null: flat)
 };
 
 struct Storage {
@@ -27,20 +43,23 @@ struct Storage {
   runtime::BufferPtr buffer;
   std::shared_ptr<PendingValue> pending;
   ir::DType dtype = ir::DType::F32;  // element type of the current value (when defined)
+  PaddedFormPtr padded;              // the buffer's layout: null when flat
 
   int64_t numel_as(ir::DType t) const { return nbytes / ir::itemsize(t); }
   // Adopts the buffer of a pending value whose graph has run.
   void resolve() {
     if (pending && pending->buffer) {
       buffer = pending->buffer;
+      padded = pending->padded;
       pending.reset();
     }
   }
-  void set_buffer(runtime::BufferPtr b, ir::DType t) {
+  void set_buffer(runtime::BufferPtr b, ir::DType t, PaddedFormPtr form = nullptr) {
     buffer = std::move(b);
     pending.reset();
     dtype = t;
     defined = true;
+    padded = std::move(form);
   }
 };
 

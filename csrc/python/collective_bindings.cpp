@@ -22,7 +22,7 @@ at::Tensor exact_storage(const at::Tensor& t) {
   exec::Storage* s = aten::storage_of(t);
   s->resolve();
   const bool exact = t.is_contiguous() && t.storage_offset() == 0 && s->defined && !s->pending &&
-                     s->dtype == aten::to_ir(t.scalar_type()) &&
+                     !s->padded && s->dtype == aten::to_ir(t.scalar_type()) &&
                      s->nbytes == static_cast<int64_t>(t.numel() * t.element_size());
   return exact ? t : t.clone(at::MemoryFormat::Contiguous);
 }

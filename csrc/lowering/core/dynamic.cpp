@@ -40,6 +40,22 @@ Value fill_padding(ir::Builder& b, const Value& v, const Dims& dims, const Value
   return hlo::select(b, valid_mask(b, v.shape(), dims), v, hlo::broadcast_in_dim(b, fill, v.shape(), {}));
 }
 
+Value element_count(ir::Builder& b, const Value& v, const Dims& dims, const std::vector<int64_t>& reduced,
+                    DType dtype) {
+  int64_t known = 1;
+  Value runtime;
+  for (int64_t d : reduced) {
+    if (d < static_cast<int64_t>(dims.size()) && dims[d].valid()) {
+      runtime = runtime.valid() ? hlo::mul(b, runtime, dims[d]) : dims[d];
+    } else {
+      known *= v.dim(static_cast<int>(d));
+    }
+  }
+  Value count = hlo::constant(b, dtype, static_cast<double>(known));
+  if (runtime.valid()) count = hlo::mul(b, count, hlo::convert(b, runtime, dtype));
+  return count;
+}
+
 Value neutral_value(ir::Builder& b, DType dtype, Neutral n) {
   switch (n) {
     case Neutral::Zero:
@@ -54,11 +70,13 @@ Value neutral_value(ir::Builder& b, DType dtype, Neutral n) {
   return hlo::constant(b, dtype, 0);
 }
 
-PadRule pointwise() { return PadRule{PadRule::Kind::Pointwise, {}, nullptr}; }
-PadRule masked(std::vector<std::pair<std::string, Neutral>> fills) {
-  return PadRule{PadRule::Kind::Masked, std::move(fills), nullptr};
+PadRule pointwise(std::vector<std::string> fixed) {
+  return PadRule{PadRule::Kind::Pointwise, {}, std::move(fixed), nullptr};
 }
-PadRule custom(std::vector<Value> (*padded)(Ctx&)) { return PadRule{PadRule::Kind::Custom, {}, padded}; }
+PadRule masked(std::vector<std::pair<std::string, Neutral>> fills) {
+  return PadRule{PadRule::Kind::Masked, std::move(fills), {}, nullptr};
+}
+PadRule custom(std::vector<Value> (*padded)(Ctx&)) { return PadRule{PadRule::Kind::Custom, {}, {}, padded}; }
 PadRule exact_only() { return PadRule{}; }
 
 namespace {
@@ -84,14 +102,17 @@ const PadRule& pad_rule(const Lowering& lowering) {
   static const PadRule kPointwise = pointwise(), kNone = exact_only();
   auto it = rules().find(lowering.name);
   if (it != rules().end()) return it->second;
-  if (in_folder(lowering.file, "lowering/elementwise/") || in_folder(lowering.file, "lowering/special/"))
-    return kPointwise;
+  for (const char* folder : {"lowering/elementwise/", "lowering/special/", "lowering/nn/activation"})
+    if (in_folder(lowering.file, folder)) return kPointwise;
   return kNone;
 }
 
 std::vector<Value> lower_padded(const Lowering& lowering, Ctx& c) {
   const PadRule& rule = pad_rule(lowering);
   if (rule.kind == PadRule::Kind::None) throw NotPaddable(lowering.name + " has no padded lowering");
+  for (const std::string& name : rule.fixed)
+    if (c.has(name) && any_dynamic(c.dims(name)))
+      throw NotPaddable(lowering.name + " needs '" + name + "' at a fixed size");
   for (const auto& [name, fill] : rule.fills) {
     if (!c.has(name)) continue;
     Arg& a = c.args[c.index(name)];

@@ -31,6 +31,9 @@ ir::Value dim_size(ir::Builder& b, const ir::Value& v, const Dims& dims, int d);
 ir::Value valid_mask(ir::Builder& b, const ir::Shape& shape, const Dims& dims);
 // `v` with its padding replaced by the 0-d `fill` of v's dtype.
 ir::Value fill_padding(ir::Builder& b, const ir::Value& v, const Dims& dims, const ir::Value& fill);
+// The number of elements of `dims` of `v` (real sizes), a 0-d value of `dtype`.
+ir::Value element_count(ir::Builder& b, const ir::Value& v, const Dims& dims,
+                        const std::vector<int64_t>& reduced, ir::DType dtype);
 
 // A value that leaves a reduction unchanged when it fills the padding.
 enum class Neutral : uint8_t {
@@ -50,16 +53,17 @@ struct PadRule {
   };
   Kind kind = Kind::None;
   std::vector<std::pair<std::string, Neutral>> fills;  // Masked: argument name, fill
+  std::vector<std::string> fixed;                      // arguments that must have no dynamic dimension
   // Custom: the lowering of padded values, when it is not the op's lowering itself.
   std::vector<ir::Value> (*padded)(Ctx&) = nullptr;
 };
-PadRule pointwise();
+PadRule pointwise(std::vector<std::string> fixed = {});
 PadRule masked(std::vector<std::pair<std::string, Neutral>> fills);
 PadRule custom(std::vector<ir::Value> (*padded)(Ctx&) = nullptr);
 PadRule exact_only();
 
-// The rule of `lowering`: its TPU_PADDED line, else pointwise for the ops of
-// lowering/elementwise and lowering/special, else none.
+// The rule of `lowering`: its TPU_PADDED line, else pointwise for the ops of lowering/elementwise,
+// lowering/special and the activations, else none.
 const PadRule& pad_rule(const Lowering& lowering);
 // Every TPU_PADDED line, by op name (tests check each names a lowering).
 std::vector<std::string> padded_rule_names();

@@ -130,4 +130,9 @@ TPU_LOWERING("aten::logspace.Tensor_Tensor", lower_logspace, reads({"start", "en
 TPU_LOWERING("aten::logspace.Tensor_Scalar", lower_logspace, reads({"start", "end", "steps", "base"}));
 TPU_LOWERING("aten::logspace.Scalar_Tensor", lower_logspace, reads({"start", "end", "steps", "base"}));
 
+// Padded execution: constant fills (the padding is filled too, harmlessly).
+TPU_PADDED("aten::fill.Scalar", pointwise());
+TPU_PADDED("aten::fill.Tensor", pointwise({"value"}));
+TPU_PADDED("aten::zero", pointwise());
+
 }  // namespace tpu::lowering

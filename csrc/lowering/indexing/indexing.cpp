@@ -427,4 +427,9 @@ TPU_LOWERING("aten::take", lower_take, reads({"self", "index"}));
 TPU_LOWERING("aten::put", lower_put, reads({"self", "index", "source", "accumulate"}));
 TPU_LOWERING("aten::masked_scatter", lower_masked_scatter, reads({"self", "mask", "source"}));
 
+// Padded execution: padded index positions read (or write nothing to) element 0.
+TPU_PADDED("aten::index.Tensor", masked({{"indices", Neutral::Zero}}));
+TPU_PADDED("aten::_unsafe_index.Tensor", masked({{"indices", Neutral::Zero}}));
+TPU_PADDED("aten::index_select", masked({{"index", Neutral::Zero}}));
+
 }  // namespace tpu::lowering

@@ -56,4 +56,6 @@ TPU_LOWERING("torch_tpu::count_nonzero", lower_count_nonzero, reads({"self"}));
 TPU_LOWERING("torch_tpu::nonzero", lower_nonzero, reads({"self"}));
 TPU_LOWERING("aten::nonzero_static", lower_nonzero_static, reads({"self", "size", "fill_value"}));
 
+TPU_PADDED("torch_tpu::view_copy", pointwise());
+
 }  // namespace tpu::lowering

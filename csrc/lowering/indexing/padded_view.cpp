@@ -25,7 +25,7 @@ int64_t product(const std::vector<int64_t>& v) {
 
 // An i64 quantity of the program: a constant, or a runtime value.
 struct Quantity {
-  Value value;       // runtime, when valid
+  Value value;        // runtime, when valid
   int64_t known = 0;  // the constant otherwise
   bool is_known() const { return !value.valid(); }
   Value emit(ir::Builder& b) const { return value.valid() ? value : hlo::constant_int(b, DType::I64, known); }
@@ -44,7 +44,9 @@ Quantity remainder(ir::Builder& b, const Quantity& x, const Quantity& y) {
   return {hlo::rem(b, x.emit(b), y.emit(b)), 0};
 }
 
-Quantity quantity(const Value& runtime, int64_t known) { return runtime.valid() ? Quantity{runtime, 0} : Quantity{{}, known}; }
+Quantity quantity(const Value& runtime, int64_t known) {
+  return runtime.valid() ? Quantity{runtime, 0} : Quantity{{}, known};
+}
 
 // The storage's array reshaped to the plan's refined dimensions, with their real sizes and the
 // coordinates where the view starts.
@@ -106,7 +108,8 @@ Value padded_for_box(ir::Builder& b, const Refined& r, const std::vector<int64_t
     }
   }
   if (!any) return r.data;
-  return hlo::pad(b, r.data, hlo::constant(b, r.data.dtype(), 0), std::vector<int64_t>(lengths.size(), 0), high);
+  return hlo::pad(b, r.data, hlo::constant(b, r.data.dtype(), 0), std::vector<int64_t>(lengths.size(), 0),
+                  high);
 }
 
 std::vector<Value> emitted(ir::Builder& b, const std::vector<Quantity>& qs) {
@@ -120,7 +123,8 @@ std::vector<int> runs_in_storage_order(const ViewPlan& plan) {
   std::vector<int> order;
   for (size_t j = 0; j < plan.runs.size(); ++j)
     if (plan.runs[j].first >= 0) order.push_back(static_cast<int>(j));
-  std::sort(order.begin(), order.end(), [&](int a, int c) { return plan.runs[a].first < plan.runs[c].first; });
+  std::sort(order.begin(), order.end(),
+            [&](int a, int c) { return plan.runs[a].first < plan.runs[c].first; });
   return order;
 }
 
@@ -142,7 +146,8 @@ Value element_index(ir::Builder& b, const DynamicView& view) {
     if (view.bounds[d] <= 1 || (!runtime && view.geometry.strides[d] == 0)) continue;
     Value stride = runtime ? view.strides[d] : hlo::constant_int(b, DType::I64, view.geometry.strides[d]);
     idx = hlo::add(b, idx,
-                   hlo::mul(b, hlo::iota(b, t, static_cast<int64_t>(d)), hlo::broadcast_in_dim(b, stride, view.bounds, {})));
+                   hlo::mul(b, hlo::iota(b, t, static_cast<int64_t>(d)),
+                            hlo::broadcast_in_dim(b, stride, view.bounds, {})));
   }
   return idx;
 }
@@ -289,7 +294,8 @@ Value read_dynamic(ir::Builder& b, const StorageValue& storage, const DynamicVie
   const DType dtype = storage.data.dtype();
   if (product(view.bounds) == 0) return hlo::full(b, Type{dtype, view.bounds}, 0);
   std::vector<bool> dynamic;
-  for (size_t k = 0; k < storage.sizes.size(); ++k) dynamic.push_back(k < storage.dims.size() && storage.dims[k].valid());
+  for (size_t k = 0; k < storage.sizes.size(); ++k)
+    dynamic.push_back(k < storage.dims.size() && storage.dims[k].valid());
   std::optional<ViewPlan> plan = plan_view(view.geometry, storage.sizes, dynamic);
   if (!plan) {
     Value idx = element_index(b, view);
@@ -323,10 +329,12 @@ Value read_dynamic(ir::Builder& b, const StorageValue& storage, const DynamicVie
   return hlo::broadcast_in_dim(b, v, view.bounds, target);
 }
 
-StorageValue write_dynamic(ir::Builder& b, const StorageValue& storage, const Value& value, const DynamicView& view) {
+StorageValue write_dynamic(ir::Builder& b, const StorageValue& storage, const Value& value,
+                           const DynamicView& view) {
   if (product(view.bounds) == 0) return storage;
   std::vector<bool> dynamic;
-  for (size_t k = 0; k < storage.sizes.size(); ++k) dynamic.push_back(k < storage.dims.size() && storage.dims[k].valid());
+  for (size_t k = 0; k < storage.sizes.size(); ++k)
+    dynamic.push_back(k < storage.dims.size() && storage.dims[k].valid());
   std::optional<ViewPlan> plan = plan_view(view.geometry, storage.sizes, dynamic);
   const bool stepped = plan && std::any_of(plan->runs.begin(), plan->runs.end(),
                                            [](const ViewPlan::Run& r) { return r.step > 1; });
@@ -353,7 +361,8 @@ StorageValue write_dynamic(ir::Builder& b, const StorageValue& storage, const Va
   auto to_slab = [&](Value v) {
     // A dimension of size 1 in this call that is dynamic still has its bound: its first element.
     for (size_t j = 0; j < view.bounds.size(); ++j)
-      if (plan->runs[j].first < 0 && v.dim(static_cast<int>(j)) > 1) v = hlo::slice_dim(b, v, static_cast<int>(j), 0, 1);
+      if (plan->runs[j].first < 0 && v.dim(static_cast<int>(j)) > 1)
+        v = hlo::slice_dim(b, v, static_cast<int>(j), 0, 1);
     std::vector<int64_t> squeezed;
     for (int64_t j : keep_dims) squeezed.push_back(v.dim(static_cast<int>(j)));
     v = hlo::reshape(b, v, squeezed);
@@ -372,13 +381,14 @@ StorageValue write_dynamic(ir::Builder& b, const StorageValue& storage, const Va
   Value inside = to_slab(keep);
   Value slab = hlo::select(b, inside, fresh, old);
   Value updated = hlo::dynamic_update_slice(b, base, slab, starts);
-  if (updated.shape() != r.bounds) updated = hlo::slice(b, updated, std::vector<int64_t>(r.bounds.size(), 0), r.bounds);
+  if (updated.shape() != r.bounds)
+    updated = hlo::slice(b, updated, std::vector<int64_t>(r.bounds.size(), 0), r.bounds);
   out.data = hlo::reshape(b, updated, storage.data.shape());
   return out;
 }
 
-StorageValue result_storage(ir::Builder& b, const Value& value, const Dims& dims, const std::vector<int64_t>& sizes,
-                            const std::vector<int64_t>& strides) {
+StorageValue result_storage(ir::Builder& b, const Value& value, const Dims& dims,
+                            const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   std::vector<int64_t> perm = dense_permutation(sizes, strides);
   if (perm.empty()) {
     perm.resize(sizes.size());

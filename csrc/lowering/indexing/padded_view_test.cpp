@@ -33,16 +33,48 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
-      {"KV cache, whole", {1, 4, 10, 8}, {1, 4, 16, 8}, {{1, 4, 10, 8}, {320, 80, 8, 1}, 0}, {1, 4, 16, 8}, true},
-      {"keys transposed", {1, 4, 10, 8}, {1, 4, 16, 8}, {{1, 4, 8, 10}, {320, 80, 1, 8}, 0}, {1, 4, 8, 16}, true},
-      {"heads split off hidden", {1, 10, 32}, {1, 16, 32}, {{1, 4, 10, 8}, {320, 8, 32, 1}, 0}, {1, 4, 16, 8}, true},
-      {"heads merged into hidden", {1, 10, 4, 8}, {1, 16, 4, 8}, {{1, 10, 32}, {320, 32, 1}, 0}, {1, 16, 32}, true},
+      {"KV cache, whole",
+       {1, 4, 10, 8},
+       {1, 4, 16, 8},
+       {{1, 4, 10, 8}, {320, 80, 8, 1}, 0},
+       {1, 4, 16, 8},
+       true},
+      {"keys transposed",
+       {1, 4, 10, 8},
+       {1, 4, 16, 8},
+       {{1, 4, 8, 10}, {320, 80, 1, 8}, 0},
+       {1, 4, 8, 16},
+       true},
+      {"heads split off hidden",
+       {1, 10, 32},
+       {1, 16, 32},
+       {{1, 4, 10, 8}, {320, 8, 32, 1}, 0},
+       {1, 4, 16, 8},
+       true},
+      {"heads merged into hidden",
+       {1, 10, 4, 8},
+       {1, 16, 4, 8},
+       {{1, 10, 32}, {320, 32, 1}, 0},
+       {1, 16, 32},
+       true},
       {"last position", {1, 10}, {1, 16}, {{1, 1}, {10, 1}, 9}, {1, 1}, true},
       {"rows 4..6 of a batch", {2, 10, 6}, {2, 16, 6}, {{2, 3, 6}, {60, 6, 1}, 24}, {2, 3, 6}, true},
       {"every other position", {1, 10}, {1, 16}, {{1, 5}, {10, 2}, 0}, {1, 8}, true},
       {"batch merged with a dynamic length (gather)", {3, 10}, {3, 16}, {{30}, {1}, 0}, {32}, true},
-      {"static cache, growing prefix", {640}, {640}, {{1, 4, 10, 8}, {640, 160, 8, 1}, 0}, {1, 4, 16, 8}, false, true},
-      {"static cache prefix at bound past the end", {4 * 12 * 8}, {4 * 12 * 8}, {{4, 10, 8}, {96, 8, 1}, 0}, {4, 16, 8}, false, true},
+      {"static cache, growing prefix",
+       {640},
+       {640},
+       {{1, 4, 10, 8}, {640, 160, 8, 1}, 0},
+       {1, 4, 16, 8},
+       false,
+       true},
+      {"static cache prefix at bound past the end",
+       {4 * 12 * 8},
+       {4 * 12 * 8},
+       {{4, 10, 8}, {96, 8, 1}, 0},
+       {4, 16, 8},
+       false,
+       true},
       {"two dynamic dims", {3, 5}, {4, 8}, {{5, 3}, {1, 5}, 0}, {8, 4}, true},
       {"real size at the bound", {2, 16}, {2, 16}, {{16, 2}, {1, 16}, 0}, {16, 2}, true, false, 1},
       {"rows of a static-offset slice", {3, 10, 4}, {3, 16, 4}, {{10, 4}, {4, 1}, 40}, {16, 4}, false},
@@ -99,7 +131,8 @@ void setup(Program& p, const Case& c) {
   if (!c.flat) {
     p.storage.dims.resize(c.sizes.size());
     for (size_t k = 0; k < c.sizes.size(); ++k)
-      if (c.sizes[k] != c.bounds[k] || static_cast<int>(k) == c.also_dynamic) p.storage.dims[k] = runtime_i64(p, c.sizes[k]);
+      if (c.sizes[k] != c.bounds[k] || static_cast<int>(k) == c.also_dynamic)
+        p.storage.dims[k] = runtime_i64(p, c.sizes[k]);
   }
   p.view.geometry = c.view;
   p.view.bounds = c.view_bounds;

@@ -212,4 +212,6 @@ TPU_LOWERING("aten::scatter_add", lower_scatter_add, reads({"self", "dim", "inde
 TPU_LOWERING("aten::scatter_reduce.two", lower_scatter_reduce,
              reads({"self", "dim", "index", "src", "reduce", "include_self"}));
 
+TPU_PADDED("aten::gather", masked({{"index", Neutral::Zero}}));
+
 }  // namespace tpu::lowering

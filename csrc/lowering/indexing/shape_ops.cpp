@@ -1,6 +1,8 @@
 // Shape-changing copies: cat, stack, flip, roll, repeat, tril/triu, constant_pad_nd,
 // diag_embed, narrow_copy, split_with_sizes_copy. (fill/zero live in creation.cpp.)
 // (Views such as split/chunk/narrow are the glue's business; these produce new tensors.)
+#include <algorithm>
+
 #include "lowering/core/hlo.h"
 #include "lowering/core/registry.h"
 
@@ -22,6 +24,43 @@ std::vector<Value> lower_cat(Ctx& c) {
   for (const Value& v : c.arg("tensors").values)
     if (v.type.numel() > 0) parts.push_back(hlo::convert(c.b, v, out.dtype));
   return {hlo::concatenate(c.b, parts, dim)};
+}
+
+// cat on padded values: each part is written after the real elements of the ones before it, at a
+// runtime position, into an array long enough for every part's bound (so no write is clamped),
+// then cut to the result's bound. A later part overwrites the padding of the one before.
+std::vector<Value> lower_cat_padded(Ctx& c) {
+  const ir::Type& out = c.out();
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), out.rank());
+  const Arg& tensors = c.arg("tensors");
+  std::vector<Value> parts;
+  std::vector<Dims> dims;
+  for (size_t i = 0; i < tensors.values.size(); ++i) {
+    const Value& v = tensors.values[i];
+    if (!v.valid() || v.type.numel() == 0) continue;
+    if (v.rank() != out.rank()) throw NotPaddable("cat of tensors of other ranks");
+    for (int d = 0; d < out.rank(); ++d)
+      if (d != dim && v.dim(d) != out.shape[d]) throw NotPaddable("cat of parts padded differently");
+    parts.push_back(hlo::convert(c.b, v, out.dtype));
+    dims.push_back(i < tensors.list_dims.size() ? tensors.list_dims[i] : Dims{});
+  }
+  bool along_dynamic = false;
+  for (const Dims& d : dims) along_dynamic |= dim < static_cast<int64_t>(d.size()) && d[dim].valid();
+  if (!along_dynamic) return lower_cat(c);
+  ir::Shape room = out.shape;
+  room[dim] = 0;
+  for (const Value& v : parts) room[dim] += v.dim(static_cast<int>(dim));
+  room[dim] = std::max(room[dim], out.shape[dim]);
+  Value result = hlo::full(c.b, ir::Type{out.dtype, room}, 0);
+  Value zero = hlo::constant_int(c.b, DType::I64, 0);
+  Value at = zero;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::vector<Value> starts(out.rank(), zero);
+    starts[dim] = at;
+    result = hlo::dynamic_update_slice(c.b, result, parts[i], starts);
+    at = hlo::add(c.b, at, dim_size(c.b, parts[i], dims[i], static_cast<int>(dim)));
+  }
+  return {hlo::slice_dim(c.b, result, static_cast<int>(dim), 0, out.shape[dim])};
 }
 
 // stack(tensors, dim)
@@ -200,5 +239,11 @@ TPU_LOWERING("aten::diag_embed", lower_diag_embed, reads({"self", "offset", "dim
 TPU_LOWERING("aten::narrow_copy", lower_narrow_copy, reads({"self", "dim", "start", "length"}));
 TPU_LOWERING("aten::split_with_sizes_copy", lower_split_with_sizes_copy,
              reads({"self", "split_sizes", "dim"}));
+
+// Padded execution (docs/dynamic_shapes.md).
+TPU_PADDED("aten::cat", custom(lower_cat_padded));
+TPU_PADDED("aten::stack", pointwise());
+TPU_PADDED("aten::tril", pointwise());
+TPU_PADDED("aten::triu", pointwise());
 
 }  // namespace tpu::lowering

@@ -202,4 +202,15 @@ TPU_LOWERING("aten::addmv", lower_addmv, reads({"self", "mat", "vec", "beta", "a
 TPU_LOWERING("aten::addr", lower_addr, reads({"self", "vec1", "vec2", "beta", "alpha"}));
 TPU_LOWERING("aten::linalg_cross", lower_linalg_cross, reads({"self", "other", "dim"}));
 
+// Padded execution: zeros in the padding of both factors add nothing to a contraction over a
+// dynamic dimension (and a NaN in the padding of one cannot reach the sum).
+TPU_PADDED("aten::mm", masked({{"self", Neutral::Zero}, {"mat2", Neutral::Zero}}));
+TPU_PADDED("aten::bmm", masked({{"self", Neutral::Zero}, {"mat2", Neutral::Zero}}));
+TPU_PADDED("aten::mv", masked({{"self", Neutral::Zero}, {"vec", Neutral::Zero}}));
+TPU_PADDED("aten::dot", masked({{"self", Neutral::Zero}, {"tensor", Neutral::Zero}}));
+TPU_PADDED("aten::addmm", masked({{"mat1", Neutral::Zero}, {"mat2", Neutral::Zero}}));
+TPU_PADDED("aten::baddbmm", masked({{"batch1", Neutral::Zero}, {"batch2", Neutral::Zero}}));
+TPU_PADDED("aten::addbmm", masked({{"batch1", Neutral::Zero}, {"batch2", Neutral::Zero}}));
+TPU_PADDED("aten::addmv", masked({{"mat", Neutral::Zero}, {"vec", Neutral::Zero}}));
+
 }  // namespace tpu::lowering

@@ -120,4 +120,9 @@ TPU_LOWERING("aten::embedding_dense_backward", lower_embedding_dense_backward,
 TPU_LOWERING("aten::embedding_renorm", lower_embedding_renorm,
              reads({"self", "indices"}, {"max_norm", "norm_type"}));
 
+// Padded execution: padded index positions look up row 0, and add nothing to it backward.
+TPU_PADDED("aten::embedding", masked({{"indices", Neutral::Zero}}));
+TPU_PADDED("aten::embedding_dense_backward",
+           masked({{"grad_output", Neutral::Zero}, {"indices", Neutral::Zero}}));
+
 }  // namespace tpu::lowering

@@ -190,7 +190,32 @@ std::vector<Value> lower_group_norm_backward(Ctx& c) {
   return masked_outputs(c, {dx, dw, db});
 }
 
+// Padded execution: rows are normalized on their own, so only the normalized (trailing) dimensions
+// must be whole. Backward, weight and bias gradients sum over the rows: the padding's
+// contribution is zero once its gradient, input and statistics are.
+void require_whole_rows(Ctx& c, const char* name) {
+  const Dims& dims = c.dims(name);
+  const size_t first = c.tensor(name).rank() - c.ints("normalized_shape").size();
+  for (size_t d = first; d < dims.size(); ++d)
+    if (dims[d].valid()) throw NotPaddable("layer norm over a dynamic dimension");
+}
+std::vector<Value> lower_layer_norm_padded(Ctx& c) {
+  require_whole_rows(c, "input");
+  return lower_layer_norm(c);
+}
+std::vector<Value> lower_layer_norm_backward_padded(Ctx& c) {
+  require_whole_rows(c, "input");
+  for (const char* name : {"grad_out", "input", "mean", "rstd"}) {
+    Arg& a = c.args[c.index(name)];
+    a.value = fill_padding(c.b, a.value, a.dims, hlo::constant(c.b, a.value.dtype(), 0));
+  }
+  return lower_layer_norm_backward(c);
+}
+
 }  // namespace
+
+TPU_PADDED("aten::native_layer_norm", custom(lower_layer_norm_padded));
+TPU_PADDED("aten::native_layer_norm_backward", custom(lower_layer_norm_backward_padded));
 
 TPU_LOWERING("aten::native_layer_norm", lower_layer_norm,
              reads({"input", "normalized_shape", "weight", "bias", "eps"}));

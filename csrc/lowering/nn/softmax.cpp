@@ -95,4 +95,12 @@ TPU_LOWERING("aten::_softmax_backward_data", lower_softmax_backward, reads({"gra
 TPU_LOWERING("aten::_log_softmax_backward_data", lower_log_softmax_backward,
              reads({"grad_output", "output", "dim"}));
 
+// Padded execution: -inf padding contributes nothing to the normalizer; the backward's sums
+// over `dim` see zeros there.
+TPU_PADDED("aten::_softmax", masked({{"self", Neutral::Lowest}}));
+TPU_PADDED("aten::_log_softmax", masked({{"self", Neutral::Lowest}}));
+TPU_PADDED("aten::_softmax_backward_data",
+           masked({{"grad_output", Neutral::Zero}, {"output", Neutral::Zero}}));
+TPU_PADDED("aten::_log_softmax_backward_data", masked({{"grad_output", Neutral::Zero}}));
+
 }  // namespace tpu::lowering

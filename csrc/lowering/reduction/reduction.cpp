@@ -51,12 +51,17 @@ std::vector<Value> lower_nansum(Ctx& c) {
   return {finish(c, reduce::sum(c.b, acc, reduce::dims_arg(c, "dim", x.rank())))};
 }
 
+// On padded values (docs/dynamic_shapes.md) the padding is summed as zeros and the count is of
+// the real sizes.
 Value mean_of(Ctx& c, const std::vector<int64_t>& dims) {
-  Value x = to_acc(c, c.tensor("self"), c.out().dtype);
+  const Dims& padded = c.dims("self");
+  Value x =
+      to_acc(c, fill_padding(c.b, c.tensor("self"), padded, hlo::constant(c.b, c.tensor("self").dtype(), 0)),
+             c.out().dtype);
   Value s = reduce::sum(c.b, x, dims);
   // Divided in the accumulation type, then rounded (bf16 means match CPU bit for bit).
-  double n = static_cast<double>(reduce::count(x.shape(), dims));
-  return finish(c, hlo::div(c.b, s, hlo::full(c.b, s.type, n)));
+  Value n = element_count(c.b, x, padded, dims, s.dtype());
+  return finish(c, hlo::div(c.b, s, hlo::broadcast_in_dim(c.b, n, s.shape(), {})));
 }
 std::vector<Value> lower_mean_dim(Ctx& c) {
   return {mean_of(c, reduce::dims_arg(c, "dim", c.tensor("self").rank()))};
@@ -196,5 +201,27 @@ TPU_LOWERING("aten::count_nonzero.dim_IntList", lower_count_nonzero, reads({"sel
 TPU_LOWERING("aten::logsumexp", lower_logsumexp, reads({"self", "dim"}));
 TPU_LOWERING("aten::trace", lower_trace, reads({"self"}));
 TPU_LOWERING("aten::hash_tensor", lower_hash_tensor, reads({"self", "dim", "mode"}));
+
+// Padded execution: the padding filled with the reduction's identity (sums, products, max/min
+// and their arg forms, any/all, logsumexp); mean counts the real sizes itself.
+TPU_PADDED("aten::sum.dim_IntList", masked({{"self", Neutral::Zero}}));
+TPU_PADDED("aten::sum", masked({{"self", Neutral::Zero}}));
+TPU_PADDED("aten::nansum", masked({{"self", Neutral::Zero}}));
+TPU_PADDED("aten::mean.dim", custom());
+TPU_PADDED("aten::mean", custom());
+TPU_PADDED("aten::prod", masked({{"self", Neutral::One}}));
+TPU_PADDED("aten::prod.dim_int", masked({{"self", Neutral::One}}));
+TPU_PADDED("aten::amax", masked({{"self", Neutral::Lowest}}));
+TPU_PADDED("aten::amin", masked({{"self", Neutral::Highest}}));
+TPU_PADDED("aten::max", masked({{"self", Neutral::Lowest}}));
+TPU_PADDED("aten::min", masked({{"self", Neutral::Highest}}));
+TPU_PADDED("aten::all", masked({{"self", Neutral::One}}));
+TPU_PADDED("aten::any", masked({{"self", Neutral::Zero}}));
+TPU_PADDED("aten::all.dim", masked({{"self", Neutral::One}}));
+TPU_PADDED("aten::any.dim", masked({{"self", Neutral::Zero}}));
+TPU_PADDED("aten::all.dims", masked({{"self", Neutral::One}}));
+TPU_PADDED("aten::any.dims", masked({{"self", Neutral::Zero}}));
+TPU_PADDED("aten::count_nonzero.dim_IntList", masked({{"self", Neutral::Zero}}));
+TPU_PADDED("aten::logsumexp", masked({{"self", Neutral::Lowest}}));
 
 }  // namespace tpu::lowering

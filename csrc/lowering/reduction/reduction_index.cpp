@@ -35,11 +35,31 @@ Value arg_only(Ctx& c, bool is_max) {
 std::vector<Value> lower_argmax(Ctx& c) { return {arg_only(c, true)}; }
 std::vector<Value> lower_argmin(Ctx& c) { return {arg_only(c, false)}; }
 
+// On padded values: the padding holds the lowest (argmax) or highest (argmin) value, so it never
+// wins over a real element; a flattened index counts real elements only when no inner dimension
+// is padded.
+std::vector<Value> padded_arg(Ctx& c, bool is_max) {
+  const Dims& dims = c.dims("self");
+  if (!c.has("dim"))
+    for (size_t d = 1; d < dims.size(); ++d)
+      if (dims[d].valid()) throw NotPaddable("the flattened index of a tensor padded inside");
+  Value& x = c.args[c.index("self")].value;
+  x = fill_padding(c.b, x, dims, neutral_value(c.b, x.dtype(), is_max ? Neutral::Lowest : Neutral::Highest));
+  return {arg_only(c, is_max)};
+}
+std::vector<Value> lower_argmax_padded(Ctx& c) { return padded_arg(c, true); }
+std::vector<Value> lower_argmin_padded(Ctx& c) { return padded_arg(c, false); }
+
 }  // namespace
 
 TPU_LOWERING("aten::max.dim", lower_max_dim, reads({"self", "dim"}));
 TPU_LOWERING("aten::min.dim", lower_min_dim, reads({"self", "dim"}));
 TPU_LOWERING("aten::argmax", lower_argmax, reads({"self", "dim"}));
 TPU_LOWERING("aten::argmin", lower_argmin, reads({"self", "dim"}));
+
+TPU_PADDED("aten::max.dim", masked({{"self", Neutral::Lowest}}));
+TPU_PADDED("aten::min.dim", masked({{"self", Neutral::Highest}}));
+TPU_PADDED("aten::argmax", custom(lower_argmax_padded));
+TPU_PADDED("aten::argmin", custom(lower_argmin_padded));
 
 }  // namespace tpu::lowering

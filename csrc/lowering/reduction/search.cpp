@@ -171,4 +171,12 @@ TPU_LOWERING("aten::isin.Tensor_Scalar", lower_isin, reads({"elements", "test_el
 TPU_LOWERING("aten::isin.Scalar_Tensor", lower_isin, reads({"element", "test_elements", "invert"}));
 TPU_LOWERING("aten::histc", lower_histc, reads({"self", "bins", "min", "max"}));
 
+// Padded execution: each element is looked up on its own; what it is looked up in must be whole.
+TPU_PADDED("aten::isin.Tensor_Tensor", pointwise({"test_elements"}));
+TPU_PADDED("aten::isin.Tensor_Scalar", pointwise());
+TPU_PADDED("aten::isin.Scalar_Tensor", pointwise({"test_elements"}));
+TPU_PADDED("aten::searchsorted.Tensor", pointwise({"sorted_sequence", "sorter"}));
+TPU_PADDED("aten::searchsorted.Scalar", pointwise({"sorted_sequence", "sorter"}));
+TPU_PADDED("aten::bucketize.Tensor", pointwise({"boundaries"}));
+
 }  // namespace tpu::lowering

@@ -1,0 +1,225 @@
+#include "exec/automatic_dynamic.h"
+
+#include <algorithm>
+#include <mutex>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "exec/bucket_policy.h"
+#include "lowering/indexing/padded_view.h"
+
+namespace tpu::exec {
+
+namespace {
+
+std::mutex g_mutex;
+struct Record {
+  std::vector<int64_t> last;
+  std::vector<bool> varied;
+};
+std::unordered_map<std::string, Record> g_records;
+std::unordered_set<std::string> g_not_paddable;
+
+void put(std::string& k, int64_t v) { append_bytes(k, v); }
+
+int symbol_or_constant(DynamicSpec& spec, bool varies, int64_t value) {
+  return varies ? spec.add(value) : -1;
+}
+
+// A size may become a symbol unless it is 0 or 1 (as Dynamo specializes them).
+bool sizable(int64_t n) { return n > 1; }
+
+// Dense layout of sizes/strides with its dimensions' symbols: a padded form, or null when no
+// dimension is a symbol.
+PaddedFormPtr form_of(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                      const std::vector<int>& symbols) {
+  bool any = false;
+  for (int s : symbols) any |= s >= 0;
+  if (!any) return nullptr;
+  std::vector<int64_t> perm = lowering::dense_permutation(sizes, strides);
+  if (perm.empty()) {
+    perm.resize(sizes.size());
+    std::iota(perm.begin(), perm.end(), 0);
+  }
+  auto f = std::make_shared<PaddedForm>();
+  for (int64_t d : perm) {
+    const bool dyn = symbols[d] >= 0;
+    f->sizes.push_back(sizes[d]);
+    f->bounds.push_back(dyn ? bucket(sizes[d]) : sizes[d]);
+    f->dynamic.push_back(dyn);
+  }
+  return f;
+}
+
+// The storage as padded_view sees it: real sizes and which are dynamic.
+void storage_shape(const OpCall& call, int s, std::vector<int64_t>& sizes, std::vector<bool>& dynamic) {
+  const Storage* st = call.storages[s];
+  if (st->padded) {
+    sizes = st->padded->sizes;
+    dynamic = st->padded->dynamic;
+  } else {
+    sizes = {storage_numel(call, s)};
+    dynamic = {false};
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> shape_slots(const OpCall& call, const OutputPlan& plan) {
+  std::vector<int64_t> slots;
+  for (const TensorView& v : call.views) {
+    slots.insert(slots.end(), v.geometry.sizes.begin(), v.geometry.sizes.end());
+    slots.insert(slots.end(), v.geometry.strides.begin(), v.geometry.strides.end());
+    slots.push_back(v.geometry.offset);
+  }
+  for (const ir::Type& t : plan.result_types) slots.insert(slots.end(), t.shape.begin(), t.shape.end());
+  return slots;
+}
+
+std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_not_paddable.count(shape_free_key)) return {};
+  auto [it, fresh] = g_records.try_emplace(shape_free_key);
+  Record& r = it->second;
+  if (fresh || r.last.size() != slots.size()) {
+    r.last = slots;
+    r.varied.assign(slots.size(), false);
+    return {};
+  }
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i] != r.last[i]) r.varied[i] = true;
+  r.last = slots;
+  return r.varied;
+}
+
+void forget_varied_slots() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_records.clear();
+  g_not_paddable.clear();
+}
+
+std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const OutputPlan& plan,
+                                                const std::vector<bool>& varied) {
+  auto spec = std::make_shared<DynamicSpec>();
+  for (const Storage* st : call.storages) {
+    std::vector<int> syms;
+    if (st->padded)
+      for (size_t d = 0; d < st->padded->sizes.size(); ++d)
+        syms.push_back(symbol_or_constant(*spec, st->padded->dynamic[d], st->padded->sizes[d]));
+    spec->storages.push_back(std::move(syms));
+  }
+  size_t slot = 0;
+  auto next = [&] { return slot < varied.size() && varied[slot++]; };
+  for (const TensorView& v : call.views) {
+    DynamicSpec::View sv;
+    for (int64_t n : v.geometry.sizes) sv.sizes.push_back(symbol_or_constant(*spec, next() && sizable(n), n));
+    for (int64_t st : v.geometry.strides) sv.strides.push_back(symbol_or_constant(*spec, next(), st));
+    sv.offset = symbol_or_constant(*spec, next(), v.geometry.offset);
+    spec->views.push_back(std::move(sv));
+  }
+  for (const ir::Type& t : plan.result_types) {
+    std::vector<int> syms;
+    for (int64_t n : t.shape) syms.push_back(symbol_or_constant(*spec, next() && sizable(n), n));
+    spec->results.push_back(std::move(syms));
+  }
+  if (spec->values.empty()) return nullptr;
+  return spec;
+}
+
+OutputPlan bucketed_plan(const OutputPlan& plan, const DynamicSpec& spec) {
+  OutputPlan p = plan;
+  for (size_t k = 0; k < p.result_types.size(); ++k)
+    for (size_t d = 0; d < p.result_types[k].shape.size(); ++d)
+      if (spec.results[k][d] >= 0) p.result_types[k].shape[d] = bucket(p.result_types[k].shape[d]);
+  const size_t first_new = p.result_types.size() - p.new_outputs.size();
+  for (size_t o = 0; o < p.new_outputs.size(); ++o) {
+    OutputPlan::NewOutput& out = p.new_outputs[o];
+    if (out.undefined || !form_of(out.sizes, out.strides, spec.results[first_new + o])) continue;
+    // The same dense order over the bounds (dynamic sizes are at least 2, so no dimension moves
+    // among the size-1 ones).
+    std::vector<int64_t> perm = lowering::dense_permutation(out.sizes, out.strides);
+    out.sizes = p.result_types[first_new + o].shape;
+    int64_t stride = 1;
+    for (size_t i = perm.size(); i-- > 0;) {
+      out.strides[perm[i]] = stride;
+      stride *= std::max<int64_t>(out.sizes[perm[i]], 1);
+    }
+  }
+  return p;
+}
+
+std::string bucketed_key(const OpCall& call, const OutputPlan& plan) {
+  const DynamicSpec& spec = *call.dynamic;
+  // The lowering's address first (as OpCall::key(), for persistent_key), then a byte no exact
+  // key has there (exact keys continue with the 0/1 random flag).
+  const std::string free = call.shape_free_key();
+  std::string k = free.substr(0, sizeof call.lowering);
+  k += '\xff';
+  k.append(free, sizeof call.lowering, std::string::npos);
+  for (size_t s = 0; s < call.storages.size(); ++s) {
+    const Storage* st = call.storages[s];
+    if (!st->padded) {
+      put(k, storage_numel(call, static_cast<int>(s)));
+      continue;
+    }
+    for (size_t d = 0; d < st->padded->bounds.size(); ++d) {
+      put(k, st->padded->bounds[d]);
+      put(k, st->padded->dynamic[d] ? -1 : st->padded->sizes[d]);
+    }
+  }
+  for (size_t i = 0; i < call.views.size(); ++i) {
+    const TensorView& v = call.views[i];
+    const DynamicSpec::View& sv = spec.views[i];
+    bool varies = sv.offset >= 0;
+    for (size_t d = 0; d < v.geometry.sizes.size(); ++d) {
+      put(k, sv.sizes[d] >= 0 ? -bucket(v.geometry.sizes[d]) : v.geometry.sizes[d]);
+      put(k, sv.strides[d] >= 0 ? -1 : v.geometry.strides[d]);
+      varies |= sv.sizes[d] >= 0 || sv.strides[d] >= 0;
+    }
+    put(k, sv.offset >= 0 ? -1 : v.geometry.offset);
+    if (varies || call.storages[v.storage]->padded) {
+      std::vector<int64_t> sizes;
+      std::vector<bool> dynamic;
+      storage_shape(call, v.storage, sizes, dynamic);
+      auto layout = lowering::plan_view(v.geometry, sizes, dynamic);
+      k += layout ? layout->key() : std::string("gather");
+    }
+  }
+  for (size_t r = 0; r < plan.result_types.size(); ++r)
+    for (size_t d = 0; d < plan.result_types[r].shape.size(); ++d)
+      put(k, spec.results[r][d] >= 0 ? -bucket(plan.result_types[r].shape[d]) : plan.result_types[r].shape[d]);
+  const size_t first_new = plan.result_types.size() - plan.new_outputs.size();
+  for (size_t o = 0; o < plan.new_outputs.size(); ++o)
+    if (PaddedFormPtr f = output_form(plan, spec, o)) {
+      std::vector<int64_t> perm = lowering::dense_permutation(plan.new_outputs[o].sizes, plan.new_outputs[o].strides);
+      for (int64_t p : perm) put(k, p);
+      put(k, static_cast<int64_t>(first_new + o));
+    }
+  return k;
+}
+
+PaddedFormPtr output_form(const OutputPlan& plan, const DynamicSpec& spec, size_t k) {
+  const size_t first_new = plan.result_types.size() - plan.new_outputs.size();
+  const OutputPlan::NewOutput& o = plan.new_outputs[k];
+  if (o.undefined) return nullptr;
+  return form_of(o.sizes, o.strides, spec.results[first_new + k]);
+}
+
+PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int storage) {
+  if (!spec) return nullptr;
+  for (int v : call.written_views) {
+    const TensorView& view = call.views[v];
+    if (view.storage != storage) continue;
+    if (lowering::covers_storage(view.geometry, storage_numel(call, storage)))
+      return form_of(view.geometry.sizes, view.geometry.strides, spec->views[v].sizes);
+  }
+  return call.storages[storage]->padded;
+}
+
+void mark_not_paddable(const std::string& shape_free_key) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_not_paddable.insert(shape_free_key);
+}
+
+}  // namespace tpu::exec

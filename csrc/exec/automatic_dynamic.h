@@ -1,0 +1,45 @@
+// Automatic dynamic dimensions (docs/dynamic_shapes.md), as Dynamo's automatic dynamic shapes:
+// the first shape an op (or fused graph) runs with compiles exactly, with no padding; when the
+// same op comes again with other sizes, the numbers that changed (sizes, strides, offsets) become
+// symbols, runtime values, and the program is compiled for the buckets of its sizes, so every
+// later size of a bucket reuses it. Storages written by such programs are padded (exec/storage.h),
+// and their varying dimensions are symbols in every program that reads them.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/op_call.h"
+
+namespace tpu::exec {
+
+// The numbers of a call that may vary: per view its sizes, strides and offset, then per result
+// type its sizes.
+std::vector<int64_t> shape_slots(const OpCall& call, const OutputPlan& plan);
+// Records `slots` for calls with this shape-free key; returns which slots have differed between
+// such calls so far (a slot that varied once stays dynamic). Empty on the first call.
+std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots);
+void forget_varied_slots();
+
+// The call's symbols: the slots of `varied` (sizes of 0 or 1 stay constant) and every dynamic
+// dimension of a padded storage. Null when there are none.
+std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const OutputPlan& plan,
+                                                const std::vector<bool>& varied);
+// `plan` at the bounds: what the bucketed program returns (its new outputs' sizes at their
+// bounds too, so that every call it serves has the same plan).
+OutputPlan bucketed_plan(const OutputPlan& plan, const DynamicSpec& spec);
+// The key of the program compiled for `call`'s buckets (call.dynamic set): equal for every call
+// it serves.
+std::string bucketed_key(const OpCall& call, const OutputPlan& plan);
+
+// The layout of new output k after a bucketed run (null: flat).
+PaddedFormPtr output_form(const OutputPlan& plan, const DynamicSpec& spec, size_t k);
+// The layout of written storage s after the call ran (null: flat). A program at exact shapes
+// leaves every storage it writes flat; a bucketed one keeps a padded storage padded, and pads a
+// storage it writes whole with a dynamic value.
+PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int storage);
+// After a bucketed program failed to build for calls with this shape-free key (lowering::
+// NotPaddable): they run at exact shapes from now on.
+void mark_not_paddable(const std::string& shape_free_key);
+
+}  // namespace tpu::exec
