@@ -32,7 +32,7 @@ _C._set_internal_source_dirs(
 _C._configure_runtime(_path, _plugin.create_options(_path) if _path else {}, _error)
 _num_lowered_ops = _C._register()
 
-from torch_tpu import cache, debug, distributed, metrics, pallas
+from torch_tpu import cache, debug, distributed, dynamism, metrics, pallas
 from torch_tpu import device as _device_module
 
 torch._register_device_module("tpu", _device_module)
@@ -47,6 +47,7 @@ __all__ = [
     "metrics",
     "distributed",
     "debug",
+    "dynamism",
     "pallas",
     "cache",
     "sync",

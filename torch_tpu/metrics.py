@@ -40,6 +40,11 @@ def report(top_programs=15):
     for k in sorted(c):
         v = c[k]
         lines.append(f"  {k:<18} {v:.3f}" if isinstance(v, float) else f"  {k:<18} {v}")
+    if c.get("padded_launches"):
+        # Programs compiled for buckets (docs/dynamic_shapes.md): how much larger their results
+        # are than the real ones.
+        overhead = c["padded_elements"] / max(c["real_elements"], 1) - 1
+        lines.append(f"  padding overhead   {overhead:.1%} of the real elements")
     fb = fallback_counts()
     if fb:
         lines.append("  cpu fallbacks:")

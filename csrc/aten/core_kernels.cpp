@@ -176,6 +176,17 @@ at::Tensor& copy_complex_half(at::Tensor& dst, const at::Tensor& src, bool non_b
   return dst;
 }
 
+// The host tensor an upload came from, for padding the storage later if its sizes vary
+// (exec/automatic_dynamic.h: pad_uploads); valid while the tensor is not written.
+std::shared_ptr<const exec::HostCopy> host_copy_of(const at::Tensor& host) {
+  auto copy = std::make_shared<exec::HostCopy>();
+  auto owner = std::make_shared<at::Tensor>(host);
+  copy->data = host.const_data_ptr();
+  copy->unchanged = [t = owner.get(), version = host._version()] { return t->_version() == version; };
+  copy->owner = std::move(owner);
+  return copy;
+}
+
 // dst <- src, with broadcasting and dtype conversion, any pair of devices.
 at::Tensor& copy_tpu(at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
   if (dst.numel() == 0) return dst;
@@ -208,6 +219,7 @@ at::Tensor& copy_tpu(at::Tensor& dst, const at::Tensor& src, bool non_blocking) 
     auto buffer = exec::upload(host.const_data_ptr(), dtype, {host.numel()}, dst.device().index());
     if (covers_its_storage(dst)) {
       s->set_buffer(std::move(buffer), dtype);
+      s->host_copy = host_copy_of(host);
       return dst;
     }
     source = wrap_buffer(std::move(buffer), dst.sizes(), dense_strides(dst.sizes()), dst.scalar_type(),

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "exec/bucket_policy.h"
+#include "exec/device_context.h"
 #include "lowering/indexing/padded_view.h"
 
 namespace tpu::exec {
@@ -15,7 +16,7 @@ namespace {
 
 std::mutex g_mutex;
 struct Record {
-  std::vector<int64_t> last;
+  std::vector<std::vector<int64_t>> seen;  // per slot: its first distinct values
   std::vector<bool> varied;
 };
 std::unordered_map<std::string, Record> g_records;
@@ -52,14 +53,16 @@ PaddedFormPtr form_of(const std::vector<int64_t>& sizes, const std::vector<int64
   return f;
 }
 
-// The storage as padded_view sees it: real sizes and which are dynamic.
-void storage_shape(const OpCall& call, int s, std::vector<int64_t>& sizes, std::vector<bool>& dynamic) {
-  const Storage* st = call.storages[s];
+// The storage as padded_view sees it through `view`: real sizes and which are dynamic (a flat
+// storage counted in the view's dtype, as a program reinterprets it).
+void storage_shape(const OpCall& call, const TensorView& view, std::vector<int64_t>& sizes,
+                   std::vector<bool>& dynamic) {
+  const Storage* st = call.storages[view.storage];
   if (st->padded) {
     sizes = st->padded->sizes;
     dynamic = st->padded->dynamic;
   } else {
-    sizes = {storage_numel(call, s)};
+    sizes = {st->numel_as(view.dtype)};
     dynamic = {false};
   }
 }
@@ -77,19 +80,29 @@ std::vector<int64_t> shape_slots(const OpCall& call, const OutputPlan& plan) {
   return slots;
 }
 
-std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots) {
+std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots,
+                               size_t exact_values) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_not_paddable.count(shape_free_key)) return {};
   auto [it, fresh] = g_records.try_emplace(shape_free_key);
   Record& r = it->second;
-  if (fresh || r.last.size() != slots.size()) {
-    r.last = slots;
+  if (fresh || r.seen.size() != slots.size()) {
+    r.seen.assign(slots.size(), {});
     r.varied.assign(slots.size(), false);
-    return {};
   }
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (slots[i] != r.last[i]) r.varied[i] = true;
-  r.last = slots;
+  bool any = false;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::vector<int64_t>& seen = r.seen[i];
+    if (!r.varied[i] && std::find(seen.begin(), seen.end(), slots[i]) == seen.end()) {
+      if (seen.size() >= exact_values) {
+        r.varied[i] = true;
+      } else {
+        seen.push_back(slots[i]);
+      }
+    }
+    any |= r.varied[i];
+  }
+  if (!any) return {};
   return r.varied;
 }
 
@@ -118,22 +131,37 @@ std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const Output
     sv.offset = symbol_or_constant(*spec, next(), v.geometry.offset);
     spec->views.push_back(std::move(sv));
   }
-  for (const ir::Type& t : plan.result_types) {
+  for (size_t k = 0; k < plan.result_types.size(); ++k) {
+    const ir::Type& t = plan.result_types[k];
     std::vector<int> syms;
-    for (int64_t n : t.shape) syms.push_back(symbol_or_constant(*spec, next() && sizable(n), n));
+    if (k < call.written_views.size()) {
+      // A result written through a view is broadcast to it: its dynamic dimensions are the
+      // view's (aligned at the end), its size-1 dimensions stay constant.
+      const int v = call.written_views[k];
+      const std::vector<int64_t>& sizes = call.views[v].geometry.sizes;
+      const int64_t shift = static_cast<int64_t>(sizes.size()) - static_cast<int64_t>(t.shape.size());
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        next();
+        const int64_t vd = static_cast<int64_t>(d) + shift;
+        const bool same = vd >= 0 && sizes[vd] == t.shape[d];
+        syms.push_back(same ? spec->views[v].sizes[vd] : -1);
+      }
+    } else {
+      for (int64_t n : t.shape) syms.push_back(symbol_or_constant(*spec, next() && sizable(n), n));
+    }
     spec->results.push_back(std::move(syms));
   }
   if (spec->values.empty()) return nullptr;
   return spec;
 }
 
-OutputPlan bucketed_plan(const OutputPlan& plan, const DynamicSpec& spec) {
+OutputPlan bucketed_plan(const OutputPlan& plan, const DynamicSpec& spec, bool bound_new_outputs) {
   OutputPlan p = plan;
   for (size_t k = 0; k < p.result_types.size(); ++k)
     for (size_t d = 0; d < p.result_types[k].shape.size(); ++d)
       if (spec.results[k][d] >= 0) p.result_types[k].shape[d] = bucket(p.result_types[k].shape[d]);
   const size_t first_new = p.result_types.size() - p.new_outputs.size();
-  for (size_t o = 0; o < p.new_outputs.size(); ++o) {
+  for (size_t o = 0; o < p.new_outputs.size() && bound_new_outputs; ++o) {
     OutputPlan::NewOutput& out = p.new_outputs[o];
     if (out.undefined || !form_of(out.sizes, out.strides, spec.results[first_new + o])) continue;
     // The same dense order over the bounds (dynamic sizes are at least 2, so no dimension moves
@@ -181,18 +209,20 @@ std::string bucketed_key(const OpCall& call, const OutputPlan& plan) {
     if (varies || call.storages[v.storage]->padded) {
       std::vector<int64_t> sizes;
       std::vector<bool> dynamic;
-      storage_shape(call, v.storage, sizes, dynamic);
+      storage_shape(call, v, sizes, dynamic);
       auto layout = lowering::plan_view(v.geometry, sizes, dynamic);
       k += layout ? layout->key() : std::string("gather");
     }
   }
   for (size_t r = 0; r < plan.result_types.size(); ++r)
     for (size_t d = 0; d < plan.result_types[r].shape.size(); ++d)
-      put(k, spec.results[r][d] >= 0 ? -bucket(plan.result_types[r].shape[d]) : plan.result_types[r].shape[d]);
+      put(k,
+          spec.results[r][d] >= 0 ? -bucket(plan.result_types[r].shape[d]) : plan.result_types[r].shape[d]);
   const size_t first_new = plan.result_types.size() - plan.new_outputs.size();
   for (size_t o = 0; o < plan.new_outputs.size(); ++o)
     if (PaddedFormPtr f = output_form(plan, spec, o)) {
-      std::vector<int64_t> perm = lowering::dense_permutation(plan.new_outputs[o].sizes, plan.new_outputs[o].strides);
+      std::vector<int64_t> perm =
+          lowering::dense_permutation(plan.new_outputs[o].sizes, plan.new_outputs[o].strides);
       for (int64_t p : perm) put(k, p);
       put(k, static_cast<int64_t>(first_new + o));
     }
@@ -215,6 +245,42 @@ PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int stor
       return form_of(view.geometry.sizes, view.geometry.strides, spec->views[v].sizes);
   }
   return call.storages[storage]->padded;
+}
+
+bool pad_uploads(const OpCall& call, const std::vector<bool>& varied) {
+  bool changed = false;
+  size_t slot = 0;
+  for (const TensorView& v : call.views) {
+    const size_t rank = v.geometry.sizes.size();
+    std::vector<int> symbols(rank, -1);
+    bool any = false;
+    for (size_t d = 0; d < rank; ++d)
+      if (slot + d < varied.size() && varied[slot + d] && sizable(v.geometry.sizes[d])) {
+        symbols[d] = 0;
+        any = true;
+      }
+    slot += 2 * rank + 1;
+    Storage* s = call.storages[v.storage];
+    const int64_t numel = s->numel_as(v.dtype);
+    if (!any || s->padded || !s->host_copy || s->dtype != v.dtype || !lowering::is_contiguous(v.geometry) ||
+        !lowering::covers_storage(v.geometry, numel) || !s->host_copy->unchanged())
+      continue;
+    PaddedFormPtr form = form_of(v.geometry.sizes, v.geometry.strides, symbols);
+    s->set_buffer(upload_padded(s->host_copy->data, v.dtype, *form, s->device), v.dtype, form);
+    changed = true;
+  }
+  return changed;
+}
+
+PaddedFormPtr marked_form(const PaddedForm* current, const std::vector<int64_t>& sizes, int64_t dim,
+                          int64_t bound) {
+  auto f = std::make_shared<PaddedForm>();
+  f->sizes = sizes;
+  f->bounds = current ? current->bounds : sizes;
+  f->dynamic = current ? current->dynamic : std::vector<bool>(sizes.size(), false);
+  f->dynamic[dim] = true;
+  f->bounds[dim] = bound > 0 ? bound : bucket(sizes[dim]);
+  return f;
 }
 
 void mark_not_paddable(const std::string& shape_free_key) {

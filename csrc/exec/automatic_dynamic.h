@@ -16,9 +16,11 @@ namespace tpu::exec {
 // The numbers of a call that may vary: per view its sizes, strides and offset, then per result
 // type its sizes.
 std::vector<int64_t> shape_slots(const OpCall& call, const OutputPlan& plan);
-// Records `slots` for calls with this shape-free key; returns which slots have differed between
-// such calls so far (a slot that varied once stays dynamic). Empty on the first call.
-std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots);
+// Records `slots` for calls with this shape-free key; returns which slots have taken more than
+// `exact_values` values so far (a slot that varied stays dynamic): the first sizes compile
+// exactly. Empty while nothing varied.
+std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots,
+                               size_t exact_values = 1);
 void forget_varied_slots();
 
 // The call's symbols: the slots of `varied` (sizes of 0 or 1 stay constant) and every dynamic
@@ -27,7 +29,9 @@ std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const Output
                                                 const std::vector<bool>& varied);
 // `plan` at the bounds: what the bucketed program returns (its new outputs' sizes at their
 // bounds too, so that every call it serves has the same plan).
-OutputPlan bucketed_plan(const OutputPlan& plan, const DynamicSpec& spec);
+// With !bound_new_outputs the new outputs keep their real sizes (the example sizes a fused graph's
+// later nodes lay their views on).
+OutputPlan bucketed_plan(const OutputPlan& plan, const DynamicSpec& spec, bool bound_new_outputs = true);
 // The key of the program compiled for `call`'s buckets (call.dynamic set): equal for every call
 // it serves.
 std::string bucketed_key(const OpCall& call, const OutputPlan& plan);
@@ -38,6 +42,16 @@ PaddedFormPtr output_form(const OutputPlan& plan, const DynamicSpec& spec, size_
 // leaves every storage it writes flat; a bucketed one keeps a padded storage padded, and pads a
 // storage it writes whole with a dynamic value.
 PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int storage);
+// Pads the flat input storages of `call` that a view covers whole with `varied` sizes and that
+// still have their host copy (a batch uploaded at each step with another length): uploaded
+// again, padded along those dimensions, so the call's program is that of its bucket. Returns
+// whether any storage changed (the call's key then changes too).
+bool pad_uploads(const OpCall& call, const std::vector<bool>& varied);
+// The layout `bound` (or the bucket, when 0) along dimension `dim` of a dense tensor of `sizes`
+// (torch_tpu.dynamism.mark_dynamic), keeping the dynamic dimensions of `current` (may be null).
+PaddedFormPtr marked_form(const PaddedForm* current, const std::vector<int64_t>& sizes, int64_t dim,
+                          int64_t bound);
+
 // After a bucketed program failed to build for calls with this shape-free key (lowering::
 // NotPaddable): they run at exact shapes from now on.
 void mark_not_paddable(const std::string& shape_free_key);

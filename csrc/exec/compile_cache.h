@@ -21,12 +21,12 @@ struct CompiledOp {
   std::string op_name;
   double compile_seconds = 0;
   int64_t uses = 0;
-  // A call run by a program compiled for buckets (docs/dynamic_shapes.md): its symbols, their
-  // device copy, and the layouts of the storages it writes and of its new outputs.
+  // A call run by a program compiled for buckets (docs/dynamic_shapes.md): its symbols and the
+  // layouts of the storages it writes and of its new outputs.
   std::shared_ptr<const DynamicSpec> dynamic;
-  mutable runtime::BufferPtr symbols_buffer;
   std::vector<PaddedFormPtr> written_forms, output_forms;
   int64_t padded_elements = 0, real_elements = 0;  // of its results, at the bounds and real
+  std::vector<std::pair<int, int>> graph_aliases;  // fused graph: (parameter, live value) donations
 };
 using CompiledOpPtr = std::shared_ptr<CompiledOp>;
 

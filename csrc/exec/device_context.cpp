@@ -171,30 +171,50 @@ void download(const runtime::Buffer& buffer, void* dst, size_t nbytes) {
   buffer.to_host(dst, nbytes);
 }
 
+namespace {
+
+// Calls `row(real_offset, padded_offset)` (in elements) for every innermost row of a padded form.
+template <typename F>
+void for_each_row(const PaddedForm& form, F row) {
+  const size_t rank = form.sizes.size();
+  const int64_t length = rank ? form.sizes.back() : 1;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= form.sizes[d];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = r, at = 0, stride = rank ? form.bounds.back() : 1;
+    for (size_t d = rank - 1; d-- > 0;) {
+      at += (rest % form.sizes[d]) * stride;
+      rest /= form.sizes[d];
+      stride *= form.bounds[d];
+    }
+    row(r * length, at, length);
+  }
+}
+
+}  // namespace
+
+runtime::BufferPtr upload_padded(const void* data, ir::DType dtype, const PaddedForm& form, int device) {
+  const int itemsize = ir::itemsize(dtype);
+  std::vector<uint8_t> whole(static_cast<size_t>(form.capacity() * itemsize), 0);
+  const auto* in = static_cast<const uint8_t*>(data);
+  for_each_row(form, [&](int64_t real, int64_t padded, int64_t n) {
+    std::memcpy(whole.data() + padded * itemsize, in + real * itemsize, static_cast<size_t>(n * itemsize));
+  });
+  return upload(whole.data(), dtype, form.bounds, device);
+}
+
 void download_elements(const runtime::Buffer& buffer, const PaddedForm* form, int itemsize, void* dst,
                        size_t nbytes) {
   if (form == nullptr) return download(buffer, dst, nbytes);
   std::vector<uint8_t> whole(static_cast<size_t>(form->capacity() * itemsize));
   download(buffer, whole.data(), whole.size());
-  // Copy rows of the innermost dimension: row r of the real array sits at the padded position of
-  // its coordinates.
-  const size_t rank = form->sizes.size();
-  const int64_t row = (rank ? form->sizes.back() : 1) * itemsize;
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < rank; ++d) rows *= form->sizes[d];
   auto* out = static_cast<uint8_t*>(dst);
-  size_t written = 0;
-  for (int64_t r = 0; r < rows && written < nbytes; ++r) {
-    int64_t rest = r, at = 0, stride = rank ? form->bounds.back() : 1;
-    for (size_t d = rank - 1; d-- > 0;) {
-      at += (rest % form->sizes[d]) * stride;
-      rest /= form->sizes[d];
-      stride *= form->bounds[d];
-    }
-    const size_t n = std::min<size_t>(static_cast<size_t>(row), nbytes - written);
-    std::memcpy(out + written, whole.data() + at * itemsize, n);
-    written += n;
-  }
+  for_each_row(*form, [&](int64_t real, int64_t padded, int64_t n) {
+    const size_t from = static_cast<size_t>(real * itemsize);
+    if (from >= nbytes) return;
+    const size_t count = std::min<size_t>(static_cast<size_t>(n * itemsize), nbytes - from);
+    std::memcpy(out + from, whole.data() + padded * itemsize, count);
+  });
 }
 
 Mode mode() { return g_mode.load(); }

@@ -29,6 +29,9 @@ runtime::BufferPtr upload_aliasing(const void* data, ir::DType dtype, const std:
                                    int device, std::shared_ptr<void> owner);
 // Downloads a whole buffer into `dst`; counts the transfer.
 void download(const runtime::Buffer& buffer, void* dst, size_t nbytes);
+// Uploads the dense host elements of a padded storage (row-major over form.sizes) into a buffer of
+// form.bounds (the padding holds zeros).
+runtime::BufferPtr upload_padded(const void* data, ir::DType dtype, const PaddedForm& form, int device);
 // The first `nbytes` of a storage's elements: a padded buffer (`form`) is downloaded whole and its
 // real elements gathered on the host, in row-major order.
 void download_elements(const runtime::Buffer& buffer, const PaddedForm* form, int itemsize, void* dst,

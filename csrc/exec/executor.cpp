@@ -135,18 +135,11 @@ void compile_into(CompiledOp& op, const std::string& mlir, const std::string& wh
 
 namespace {
 
-void note_padded_launch(const CompiledOp& op) {
-  counters().padded_launches++;
-  counters().padded_elements += op.padded_elements;
-  counters().real_elements += op.real_elements;
-}
-
 // The entry of a call served by the program compiled for its buckets, or null when the call has
 // nothing dynamic or cannot run padded (then it compiles at its exact shapes).
-CompiledOpPtr bucketed_entry(const OpCall& call, const OutputPlan& plan) {
-  const std::string shape_free = call.shape_free_key();
-  std::shared_ptr<const DynamicSpec> spec =
-      dynamic_spec(call, plan, varied_slots(shape_free, shape_slots(call, plan)));
+CompiledOpPtr bucketed_entry(const OpCall& call, const OutputPlan& plan, const std::string& shape_free,
+                             const std::vector<bool>& varied) {
+  std::shared_ptr<const DynamicSpec> spec = dynamic_spec(call, plan, varied);
   if (!spec) return nullptr;
   OpCall bcall = call;
   bcall.dynamic = spec;
@@ -162,11 +155,14 @@ CompiledOpPtr bucketed_entry(const OpCall& call, const OutputPlan& plan) {
     if (!loaded) {
       try {
         mlir = build_program(bcall, bplan, program->layout);
-      } catch (const lowering::NotPaddable& e) {
+      } catch (const std::exception& e) {
+        // Not paddable, or the lowering rejects its padded operands: the call runs at exact
+        // shapes (where a genuine error is raised again).
         mark_not_paddable(shape_free);
         note_not_paddable(call.op_name, e.what());
         return nullptr;
       }
+      note_compile({&call});
       note_bucketed_compile(bcall, bplan);
       compile_into(*program, mlir, call.op_name + " (bucketed)");
       store_compiled_op(bcall, bkey, *program);
@@ -201,7 +197,7 @@ CompiledOpPtr bucketed_entry(const OpCall& call, const OutputPlan& plan) {
 
 }  // namespace
 
-CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
+CompiledOpPtr find_or_compile(const OpCall& call, std::string& key,
                               const std::function<OutputPlan()>& make_plan, bool compile) {
   counters().ops_dispatched++;
   CompiledOpPtr op = op_cache().find(key);
@@ -216,8 +212,26 @@ CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
     op = std::make_shared<CompiledOp>();
     op->op_name = call.op_name;
     op->plan = make_plan();
-    if (compile && dynamic_shapes_enabled()) {
-      if (CompiledOpPtr entry = bucketed_entry(call, op->plan)) {
+    if (dynamic_shapes_enabled()) {
+      // Per op and user line: the same op at other lines (other layers, other tensors) has other
+      // shapes without any of them varying. Calls from no line (autograd's backward) compile
+      // their first few sizes exactly.
+      const std::string site = current_source_location();
+      const std::string shape_free = call.shape_free_key() + site;
+      const std::vector<bool> varied =
+          varied_slots(shape_free, shape_slots(call, op->plan), site.empty() ? 4 : 1);
+      if (!varied.empty() && pad_uploads(call, varied)) {
+        // An uploaded input is padded now: the call has another key, perhaps a known one.
+        key = call.key();
+        if (CompiledOpPtr hit = op_cache().find(key); hit && (hit->executable || !compile)) {
+          if (compile) counters().cache_hits++;
+          hit->uses++;
+          if (hit->dynamic) note_padded_launch(*hit);
+          return hit;
+        }
+      }
+      CompiledOpPtr entry = compile ? bucketed_entry(call, op->plan, shape_free, varied) : nullptr;
+      if (entry) {
         counters().cache_misses++;
         note_padded_launch(*entry);
         op_cache().insert(key, entry);
@@ -274,12 +288,17 @@ void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& 
   }
 }
 
+void note_padded_launch(const CompiledOp& op) {
+  counters().padded_launches++;
+  counters().padded_elements += op.padded_elements;
+  counters().real_elements += op.real_elements;
+}
+
 runtime::BufferPtr symbols_buffer(const CompiledOp& op, int device) {
-  if (!op.symbols_buffer) {
-    const std::vector<int64_t>& v = op.dynamic->values;
-    op.symbols_buffer = upload(v.data(), ir::DType::I64, {static_cast<int64_t>(v.size())}, device);
-  }
-  return op.symbols_buffer;
+  // Uploaded per launch (a few bytes): a copy kept with the entry would stay allocated on the
+  // device for as long as the entry is cached.
+  const std::vector<int64_t>& v = op.dynamic->values;
+  return upload(v.data(), ir::DType::I64, {static_cast<int64_t>(v.size())}, device);
 }
 
 std::vector<runtime::BufferPtr> launch(const CompiledOp& op, const OpCall& call) {

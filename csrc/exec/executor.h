@@ -12,8 +12,9 @@ namespace tpu::exec {
 
 // The cached entry of `call` (key = call.key()), its plan computed by `make_plan` on a miss.
 // With `compile`, the entry also has its single-op executable (compiled now if needed); fused
-// mode only needs the plan. Counts dispatches, hits and misses.
-CompiledOpPtr find_or_compile(const OpCall& call, const std::string& key,
+// mode only needs the plan. Counts dispatches, hits and misses. When a miss pads an uploaded
+// input (automatic_dynamic.h: pad_uploads), `key` becomes the call's new key.
+CompiledOpPtr find_or_compile(const OpCall& call, std::string& key,
                               const std::function<OutputPlan()>& make_plan, bool compile = true);
 // Compiles `mlir` into `op` (counted and timed); errors name `what` and include the program.
 void compile_into(CompiledOp& op, const std::string& mlir, const std::string& what);
@@ -38,7 +39,9 @@ runtime::BufferPtr scalar_buffer(const HostScalar& s, int device);
 // storages) to `args`; `keep` holds the buffers alive through the launch.
 void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& keep,
                            std::vector<PJRT_Buffer*>& args);
-// Device copy of a bucketed call's symbols (the program's last input), kept with its entry.
+// Counts a launch of a program compiled for buckets (and its padding) in the metrics.
+void note_padded_launch(const CompiledOp& op);
+// Device copy of a bucketed call's symbols (the program's last input).
 runtime::BufferPtr symbols_buffer(const CompiledOp& op, int device);
 // Remembers work launched on `device` (whose first output is `output`) so synchronize() and
 // torch.tpu.Event can wait for it.

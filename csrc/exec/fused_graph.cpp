@@ -9,6 +9,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "exec/automatic_dynamic.h"
+#include "exec/bucket_policy.h"
 #include "exec/compiled_op_store.h"
 #include "exec/device_context.h"
 #include "exec/executor.h"
@@ -70,6 +72,7 @@ void note_captured_run(const std::vector<Node>& nodes, const CompiledOpPtr& prog
                        const std::vector<std::shared_ptr<PendingValue>>& live, int device) {
   Capture& c = g_capture;
   if (++c.runs > 1 && c.why.empty()) c.why = "it ran as more than one program (a value was read inside it)";
+  if (program->dynamic && c.why.empty()) c.why = "it ran padded (its sizes vary)";
   if (!c.why.empty()) return;
   for (const Node& node : nodes)
     if (node.call.random) {
@@ -122,6 +125,283 @@ std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program,
   return outs;
 }
 
+// How the nodes of a graph are emitted: each at its recorded shapes, or (a bucketed program) with
+// a copy of its call whose storages have the layouts the graph gives them and its symbols.
+struct GraphProgram {
+  struct NodeCall {
+    const OpCall* call = nullptr;
+    OutputPlan plan;       // result types at the bounds for a bucketed node
+    int first_symbol = 0;  // its symbols' place in the graph's symbol input
+  };
+  std::vector<NodeCall> nodes;
+  std::vector<std::unique_ptr<OpCall>> calls;       // bucketed copies of the nodes' calls
+  std::vector<std::unique_ptr<Storage>> snapshots;  // their storages
+  std::vector<int64_t> symbols;                     // bucketed: every node's symbols in order
+  std::vector<PaddedFormPtr> live_forms;            // layout of each live value (null: flat)
+};
+
+// The graph's structure: its input buffers and, per node, where each storage comes from.
+struct GraphInputs {
+  std::vector<runtime::BufferPtr> params;  // distinct input buffers, first-use order
+  std::vector<PaddedFormPtr> param_forms;  // their layouts
+  std::unordered_map<const runtime::Buffer*, int> param_index;
+  std::vector<std::vector<int>> source_param;                    // per node and storage, or -1
+  std::unordered_map<const runtime::Buffer*, long> graph_holds;  // references held by nodes
+  std::vector<std::shared_ptr<PendingValue>> live;               // program outputs in order
+  std::vector<std::pair<int, int>> live_at;                      // (node, output) of each
+};
+
+// Key bytes of where each of a node's storages comes from and which of its outputs are live.
+std::string structure_bytes(const Node& node, const std::vector<bool>& needed,
+                            const std::vector<int>& params) {
+  std::string k;
+  for (size_t s = 0; s < node.sources.size(); ++s) {
+    append_bytes(k, static_cast<int32_t>(needed[s] ? params[s] : -2));
+    append_bytes(k, static_cast<int32_t>(node.sources[s].node));
+    append_bytes(k, static_cast<int32_t>(node.sources[s].output));
+  }
+  for (const auto& w : node.outputs) append_bytes(k, static_cast<uint8_t>(!w.expired()));
+  return k;
+}
+
+// Donation: a live value that replaces a parameter buffer of its own type (and layout) may be
+// written into that buffer (parameter and optimizer-state updates). Part of the key: it changes
+// the program.
+std::vector<std::pair<int, int>> donation_pairs(const GraphInputs& in,
+                                                const std::vector<PaddedFormPtr>& live_forms,
+                                                std::string& bytes) {
+  std::vector<std::pair<int, int>> aliases;  // (parameter, live output)
+  for (size_t k = 0; k < in.live.size(); ++k) {
+    auto it = in.live[k]->donor ? in.param_index.find(in.live[k]->donor) : in.param_index.end();
+    if (it == in.param_index.end() ||
+        std::any_of(aliases.begin(), aliases.end(), [&](const auto& a) { return a.first == it->second; }))
+      continue;
+    const PaddedFormPtr after = k < live_forms.size() ? live_forms[k] : nullptr;
+    const PaddedFormPtr& before = in.param_forms[it->second];
+    if (static_cast<bool>(after) != static_cast<bool>(before) || (after && after->bounds != before->bounds))
+      continue;
+    aliases.emplace_back(it->second, static_cast<int>(k));
+    append_bytes(bytes, static_cast<int32_t>(it->second));
+    append_bytes(bytes, static_cast<int32_t>(k));
+  }
+  return aliases;
+}
+
+// Builds and compiles (or loads) the program of `nodes` as `gp` emits them.
+// `pkey` is its persistent key (empty: not stored on disk), `key` the in-memory one.
+CompiledOpPtr compile_graph(const std::vector<Node>& nodes, const GraphInputs& in, const GraphProgram& gp,
+                            const std::vector<std::pair<int, int>>& aliases, const std::string& pkey,
+                            const std::string& key) {
+  ir::Builder b;
+  std::vector<ir::Value> param_values;
+  // Parameters: distinct buffers first, then each node's scalars and rng state as its ops are
+  // emitted, then the symbols (the argument order in run_graph follows the same declaration order).
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    for (size_t s = 0; s < node.sources.size(); ++s) {
+      int p = in.source_param[n][s];
+      if (p >= static_cast<int>(param_values.size())) {
+        const Storage& snap = *node.snapshots[s];
+        param_values.push_back(b.param(snap.padded ? ir::Type{snap.dtype, snap.padded->bounds}
+                                                   : ir::Type{snap.dtype, {snap.numel_as(snap.dtype)}}));
+      }
+    }
+  }
+  std::vector<std::vector<ir::Value>> node_scalars(nodes.size());
+  std::vector<ir::Value> node_rng(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (const HostScalar& h : nodes[n].call.scalars)
+      node_scalars[n].push_back(b.param(ir::Type{h.dtype, {}}));
+    if (nodes[n].call.random) node_rng[n] = b.param(ir::Type{ir::DType::U64, {2}});
+  }
+  std::vector<ir::Value> symbols;
+  if (!gp.symbols.empty())
+    symbols = symbol_values(b, b.param(ir::Type{ir::DType::I64, {static_cast<int64_t>(gp.symbols.size())}}));
+  std::vector<std::vector<lowering::StorageValue>> outputs(nodes.size());
+  std::vector<ir::Value> results;
+  std::vector<ir::Value> check_values;
+  auto program_op = std::make_shared<CompiledOp>();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    const OpCall& call = *gp.nodes[n].call;
+    const size_t num_symbols = call.dynamic ? call.dynamic->values.size() : 0;
+    const std::vector<ir::Value> own(symbols.begin() + gp.nodes[n].first_symbol,
+                                     symbols.begin() + gp.nodes[n].first_symbol + num_symbols);
+    std::map<int, lowering::StorageValue> current;
+    std::vector<bool> needed = storages_read(call);
+    for (size_t s = 0; s < node.sources.size(); ++s) {
+      if (!needed[s]) continue;
+      const Source& src = node.sources[s];
+      if (src.node >= 0) {
+        current[s] = outputs[src.node][src.output];
+      } else if (in.source_param[n][s] >= 0) {
+        current[s] =
+            storage_parameter(b, param_values[in.source_param[n][s]], call, static_cast<int>(s), own);
+      } else {  // never written: zeros
+        const int64_t numel = storage_numel(call, s);
+        current[s].data = lowering::hlo::full(b, ir::Type{storage_dtype(call, s), {numel}}, 0);
+        current[s].sizes = {numel};
+      }
+    }
+    EmittedOp e = emit_op(b, call, gp.nodes[n].plan, current, node_scalars[n], node_rng[n], own);
+    for (int s : e.written_storages) outputs[n].push_back(current.at(s));
+    outputs[n].insert(outputs[n].end(), e.new_outputs.begin(), e.new_outputs.end());
+    for (size_t k = 0; k < node.outputs.size(); ++k)
+      if (!node.outputs[k].expired()) {
+        // The program's outputs, described as its plan (the disk cache checks both).
+        const ir::Value& v = outputs[n][k].data;
+        results.push_back(v);
+        program_op->plan.result_types.push_back(v.type);
+        program_op->plan.new_outputs.push_back({v.shape(), {1}, v.dtype()});
+      }
+    for (auto& [ok, message] : e.checks) {
+      program_op->layout.check_messages.push_back(
+          node.location.empty() ? message : message + " (recorded at " + node.location + ")");
+      check_values.push_back(ok);
+    }
+  }
+  // Live values first, then the runtime-check flags (as single-op programs lay them out).
+  results.insert(results.end(), check_values.begin(), check_values.end());
+  b.set_results(results);
+  for (const auto& [param, output] : aliases) b.alias(param, output);
+  std::vector<std::string> messages = program_op->layout.check_messages;
+  const bool loaded = load_compiled_op(pkey, *program_op);
+  if (loaded) {
+    program_op->layout.check_messages = messages;
+  } else {
+    std::vector<const OpCall*> calls;
+    for (const auto& nc : gp.nodes) calls.push_back(nc.call);
+    note_compile(calls);
+    if (!gp.symbols.empty()) note_bucketed_graph_compile(nodes.size(), gp.symbols.size());
+    compile_into(*program_op, b.module_text(),
+                 "a fused graph of " + std::to_string(nodes.size()) + " ops" +
+                     (gp.symbols.empty() ? "" : " (bucketed)"));
+    store_compiled_op(pkey, *program_op);
+  }
+  // Named by size and a fingerprint of its key, so per-program times tell graphs apart and dumps
+  // of two runs share names.
+  const std::string& identity = pkey.empty() ? key : pkey;
+  char id[16];
+  std::snprintf(id, sizeof id, "%06zx", std::hash<std::string>{}(identity) & 0xffffff);
+  program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops #" + id;
+  if (dump_enabled()) {
+    // The lines that recorded the graph's ops (the first few), not the graph lock's holder.
+    std::vector<std::string> lines;
+    for (const Node& node : nodes)
+      if (!node.location.empty() && lines.size() < 8 &&
+          std::find(lines.begin(), lines.end(), node.location) == lines.end())
+        lines.push_back(node.location);
+    dump_program({program_op->op_name, identity, b.module_text(), *program_op->executable, loaded,
+                  program_op->compile_seconds, lines});
+  }
+  return program_op;
+}
+
+// The process-independent form of a graph key made of `node_keys` (exact or bucketed node keys),
+// each followed by its structure bytes, then the aliases; empty when a node has none.
+std::string persistent_graph_key(const char* kind, const std::vector<const OpCall*>& calls,
+                                 const std::vector<std::string>& node_keys,
+                                 const std::vector<std::string>& structure, const std::string& alias_bytes) {
+  std::string pkey = kind;
+  for (size_t n = 0; n < calls.size(); ++n) {
+    std::string node_pkey = persistent_key(*calls[n], node_keys[n]);
+    if (node_pkey.empty()) return {};
+    append_bytes(pkey, static_cast<uint32_t>(node_pkey.size()));
+    pkey += node_pkey;
+    pkey += structure[n];
+  }
+  return pkey + alias_bytes;
+}
+
+// The graph compiled for the buckets of its varying sizes (docs/dynamic_shapes.md), or null when
+// nothing in it varies or it cannot run padded. Sets `gp` (how it emits its nodes) and the
+// aliases of the program it returns.
+CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, const GraphInputs& in,
+                             const std::vector<std::string>& structure, GraphProgram& gp,
+                             std::vector<std::pair<int, int>>& aliases) {
+  std::string free_key = "fused";
+  std::vector<int64_t> slots;
+  std::vector<size_t> slot_at;  // each node's first slot
+  bool padded_input = false;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    free_key += nodes[n].call.shape_free_key();
+    free_key += structure[n];
+    slot_at.push_back(slots.size());
+    const std::vector<int64_t> own = shape_slots(nodes[n].call, nodes[n].op->plan);
+    slots.insert(slots.end(), own.begin(), own.end());
+    for (size_t s = 0; s < nodes[n].snapshots.size(); ++s)
+      padded_input |= in.source_param[n][s] >= 0 && nodes[n].snapshots[s]->padded != nullptr;
+  }
+  std::vector<bool> varied = varied_slots(free_key, slots);
+  if (varied.empty() && !padded_input) return nullptr;
+  varied.resize(slots.size(), false);
+  std::map<std::pair<int, int>, PaddedFormPtr> produced;  // (node, output) -> layout
+  std::vector<std::string> node_keys;
+  std::vector<const OpCall*> calls;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    auto call = std::make_unique<OpCall>(node.call);
+    for (size_t s = 0; s < call->storages.size(); ++s) {
+      auto snap = std::make_unique<Storage>(*node.snapshots[s]);
+      snap->buffer.reset();
+      snap->pending.reset();
+      if (node.sources[s].node >= 0) {
+        auto it = produced.find({node.sources[s].node, node.sources[s].output});
+        snap->padded = it == produced.end() ? nullptr : it->second;
+      }
+      call->storages[s] = snap.get();
+      gp.snapshots.push_back(std::move(snap));
+    }
+    const std::vector<bool> own(varied.begin() + slot_at[n],
+                                varied.begin() + (n + 1 < slot_at.size() ? slot_at[n + 1] : varied.size()));
+    call->dynamic = dynamic_spec(*call, node.op->plan, own);
+    GraphProgram::NodeCall nc;
+    nc.call = call.get();
+    nc.first_symbol = static_cast<int>(gp.symbols.size());
+    int out = 0;
+    if (call->dynamic) {
+      gp.symbols.insert(gp.symbols.end(), call->dynamic->values.begin(), call->dynamic->values.end());
+      nc.plan = bucketed_plan(node.op->plan, *call->dynamic, /*bound_new_outputs=*/false);
+      for (int s : unique_written_storages(*call))
+        produced[{static_cast<int>(n), out++}] = written_form(*call, call->dynamic.get(), s);
+      for (size_t k = 0; k < nc.plan.new_outputs.size(); ++k)
+        produced[{static_cast<int>(n), out++}] = output_form(node.op->plan, *call->dynamic, k);
+      node_keys.push_back(bucketed_key(*call, node.op->plan));
+    } else {
+      nc.plan = node.op->plan;
+      node_keys.push_back(call->key());
+    }
+    calls.push_back(call.get());
+    gp.nodes.push_back(std::move(nc));
+    gp.calls.push_back(std::move(call));
+  }
+  if (gp.symbols.empty()) return nullptr;
+  for (const auto& [n, k] : in.live_at) {
+    auto it = produced.find({n, k});
+    gp.live_forms.push_back(it == produced.end() ? nullptr : it->second);
+  }
+  std::string alias_bytes;
+  aliases = donation_pairs(in, gp.live_forms, alias_bytes);
+  std::string key = "fused-bucketed";
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    append_bytes(key, static_cast<uint32_t>(node_keys[n].size()));
+    key += node_keys[n];
+    key += structure[n];
+  }
+  key += alias_bytes;
+  if (CompiledOpPtr program = op_cache().find(key)) return program;
+  std::string pkey = persistent_graph_key("fused-bucketed", calls, node_keys, structure, alias_bytes);
+  try {
+    CompiledOpPtr program = compile_graph(nodes, in, gp, aliases, pkey, key);
+    op_cache().insert(key, program);
+    return program;
+  } catch (const std::exception& e) {  // as for a single op (executor.cpp: bucketed_entry)
+    mark_not_paddable(free_key);
+    note_not_paddable("a fused graph of " + std::to_string(nodes.size()) + " ops", e.what());
+    return nullptr;
+  }
+}
+
 void run_graph(Graph& g) {
   if (g.nodes.empty()) return;
   ScopedSpan span(SpanKind::Flush, "fused graph of " + std::to_string(g.nodes.size()) + " ops", g.device);
@@ -132,188 +412,111 @@ void run_graph(Graph& g) {
   const int device = g.device;
 
   // Program key: every node's key, where its inputs come from, and which outputs are live.
+  GraphInputs in;
+  in.source_param.resize(nodes.size());
+  std::vector<std::string> structure;
   std::string key = "fused";
-  std::vector<std::pair<size_t, size_t>> structure_at;  // each node's source bytes in `key`
-  std::vector<runtime::BufferPtr> params;               // distinct input buffers, first-use order
-  std::unordered_map<const runtime::Buffer*, int> param_index;
-  std::vector<std::vector<int>> source_param(nodes.size());
-  std::unordered_map<const runtime::Buffer*, long> graph_holds;  // references held by nodes
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
-    append_bytes(key, static_cast<uint32_t>(node.key.size()));
-    key += node.key;
-    const size_t structure_start = key.size();
     std::vector<bool> needed = storages_read(node.call);
     for (size_t s = 0; s < node.sources.size(); ++s) {
       const Source& src = node.sources[s];
-      if (src.buffer) ++graph_holds[src.buffer.get()];
+      if (src.buffer) ++in.graph_holds[src.buffer.get()];
       int p = -1;
       if (needed[s] && src.node < 0 && src.buffer) {
-        auto it = param_index.find(src.buffer.get());
-        if (it == param_index.end()) {
-          it = param_index.emplace(src.buffer.get(), static_cast<int>(params.size())).first;
-          params.push_back(src.buffer);
+        auto it = in.param_index.find(src.buffer.get());
+        if (it == in.param_index.end()) {
+          it = in.param_index.emplace(src.buffer.get(), static_cast<int>(in.params.size())).first;
+          in.params.push_back(src.buffer);
+          in.param_forms.push_back(node.snapshots[s]->padded);
         }
         p = it->second;
       }
-      source_param[n].push_back(p);
-      append_bytes(key, static_cast<int32_t>(needed[s] ? p : -2));
-      append_bytes(key, static_cast<int32_t>(src.node));
-      append_bytes(key, static_cast<int32_t>(src.output));
+      in.source_param[n].push_back(p);
     }
-    for (const auto& w : node.outputs) append_bytes(key, static_cast<uint8_t>(!w.expired()));
-    structure_at.emplace_back(structure_start, key.size());
+    structure.push_back(structure_bytes(node, needed, in.source_param[n]));
+    append_bytes(key, static_cast<uint32_t>(node.key.size()));
+    key += node.key;
+    key += structure.back();
+    for (size_t k = 0; k < node.outputs.size(); ++k)
+      if (auto p = node.outputs[k].lock()) {
+        in.live.push_back(p);
+        in.live_at.emplace_back(static_cast<int>(n), static_cast<int>(k));
+      }
   }
-
-  std::vector<std::shared_ptr<PendingValue>> live;  // program outputs in order
-  for (const Node& node : nodes)
-    for (const auto& w : node.outputs)
-      if (auto p = w.lock()) live.push_back(p);
-
-  // Donation: a live value that replaces a parameter buffer of its own type may be written
-  // into that buffer (parameter and optimizer-state updates). Part of the key: it changes the
-  // program.
-  std::vector<std::pair<int, int>> aliases;  // (parameter, live output)
   std::string alias_bytes;
-  for (size_t k = 0; k < live.size(); ++k) {
-    auto it = live[k]->donor ? param_index.find(live[k]->donor) : param_index.end();
-    if (it == param_index.end() ||
-        std::any_of(aliases.begin(), aliases.end(), [&](const auto& a) { return a.first == it->second; }))
-      continue;
-    aliases.emplace_back(it->second, static_cast<int>(k));
-    append_bytes(alias_bytes, static_cast<int32_t>(it->second));
-    append_bytes(alias_bytes, static_cast<int32_t>(k));
-  }
+  std::vector<std::pair<int, int>> aliases = donation_pairs(in, {}, alias_bytes);
   key += alias_bytes;
 
   CompiledOpPtr program = op_cache().find(key);
   counters().ops_dispatched++;
   if (program) {
     counters().cache_hits++;
+    aliases = program->graph_aliases;
   } else {
     counters().cache_misses++;
-    ir::Builder b;
-    std::vector<ir::Value> param_values;
-    // Parameters: distinct buffers first, then each node's scalars and rng state as its ops are
-    // emitted (the argument order below follows the same declaration order).
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      const Node& node = nodes[n];
-      for (size_t s = 0; s < node.sources.size(); ++s) {
-        int p = source_param[n][s];
-        if (p >= static_cast<int>(param_values.size())) {
-          const Storage& snap = *node.snapshots[s];
-          param_values.push_back(b.param(snap.padded ? ir::Type{snap.dtype, snap.padded->bounds}
-                                                     : ir::Type{snap.dtype, {snap.numel_as(snap.dtype)}}));
-        }
+    GraphProgram gp;
+    CompiledOpPtr bucketed;
+    if (dynamic_shapes_enabled()) bucketed = bucketed_graph(nodes, in, structure, gp, aliases);
+    if (bucketed) {
+      // This exact graph runs the bucketed program with its own symbols and layouts.
+      program = std::make_shared<CompiledOp>(*bucketed);
+      auto spec = std::make_shared<DynamicSpec>();
+      spec->values = gp.symbols;
+      program->dynamic = spec;
+      program->output_forms = gp.live_forms;
+      program->padded_elements = program->real_elements = 0;
+      for (size_t k = 0; k < in.live.size(); ++k) {
+        const PaddedFormPtr& f = gp.live_forms[k];
+        if (!f) continue;
+        int64_t n = 1;
+        for (int64_t s : f->sizes) n *= s;
+        program->real_elements += n;
+        program->padded_elements += f->capacity();
       }
-    }
-    std::vector<std::vector<lowering::StorageValue>> outputs(nodes.size());
-    std::vector<ir::Value> results;
-    std::vector<ir::Value> check_values;
-    auto program_op = std::make_shared<CompiledOp>();
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      const Node& node = nodes[n];
-      std::map<int, lowering::StorageValue> current;
-      std::vector<bool> needed = storages_read(node.call);
-      for (size_t s = 0; s < node.sources.size(); ++s) {
-        if (!needed[s]) continue;
-        const Source& src = node.sources[s];
-        if (src.node >= 0) {
-          current[s] = outputs[src.node][src.output];
-        } else if (source_param[n][s] >= 0) {
-          current[s] =
-              storage_parameter(b, param_values[source_param[n][s]], node.call, static_cast<int>(s), {});
-        } else {  // never written: zeros
-          const int64_t numel = storage_numel(node.call, s);
-          current[s].data = lowering::hlo::full(b, ir::Type{storage_dtype(node.call, s), {numel}}, 0);
-          current[s].sizes = {numel};
-        }
-      }
-      std::vector<ir::Value> scalars;
-      for (const HostScalar& h : node.call.scalars) scalars.push_back(b.param(ir::Type{h.dtype, {}}));
-      ir::Value rng;
-      if (node.call.random) rng = b.param(ir::Type{ir::DType::U64, {2}});
-      EmittedOp e = emit_op(b, node.call, node.op->plan, current, scalars, rng, {});
-      for (int s : e.written_storages) outputs[n].push_back(current.at(s));
-      outputs[n].insert(outputs[n].end(), e.new_outputs.begin(), e.new_outputs.end());
-      for (size_t k = 0; k < node.outputs.size(); ++k)
-        if (!node.outputs[k].expired()) {
-          // The program's outputs, described as its plan (the disk cache checks both).
-          const ir::Value& v = outputs[n][k].data;
-          results.push_back(v);
-          program_op->plan.result_types.push_back(v.type);
-          program_op->plan.new_outputs.push_back({v.shape(), {1}, v.dtype()});
-        }
-      for (auto& [ok, message] : e.checks) {
-        program_op->layout.check_messages.push_back(
-            node.location.empty() ? message : message + " (recorded at " + node.location + ")");
-        check_values.push_back(ok);
-      }
-    }
-    // Live values first, then the runtime-check flags (as single-op programs lay them out).
-    results.insert(results.end(), check_values.begin(), check_values.end());
-    b.set_results(results);
-    for (const auto& [param, output] : aliases) b.alias(param, output);
-    // The same key with process-independent node keys, for the disk cache (built on misses only).
-    std::string pkey = "fused";
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      std::string node_pkey = persistent_key(nodes[n].call, nodes[n].key);
-      if (node_pkey.empty()) {
-        pkey.clear();
-        break;
-      }
-      append_bytes(pkey, static_cast<uint32_t>(node_pkey.size()));
-      pkey += node_pkey;
-      pkey.append(key, structure_at[n].first, structure_at[n].second - structure_at[n].first);
-    }
-    if (!pkey.empty()) pkey += alias_bytes;
-    std::vector<std::string> messages = program_op->layout.check_messages;
-    const bool loaded = load_compiled_op(pkey, *program_op);
-    if (loaded) {
-      program_op->layout.check_messages = messages;
     } else {
+      gp = GraphProgram();
+      for (const Node& node : nodes) gp.nodes.push_back({&node.call, node.op->plan, 0});
+      alias_bytes.clear();
+      aliases = donation_pairs(in, {}, alias_bytes);
       std::vector<const OpCall*> calls;
-      for (const Node& node : nodes) calls.push_back(&node.call);
-      note_compile(calls);
-      compile_into(*program_op, b.module_text(), "a fused graph of " + std::to_string(nodes.size()) + " ops");
-      store_compiled_op(pkey, *program_op);
+      std::vector<std::string> node_keys;
+      for (const Node& node : nodes) {
+        calls.push_back(&node.call);
+        node_keys.push_back(node.key);
+      }
+      std::string pkey = persistent_graph_key("fused", calls, node_keys, structure, alias_bytes);
+      program = compile_graph(nodes, in, gp, aliases, pkey, key);
     }
-    // Named by size and a fingerprint of its key (the process-independent one where there is
-    // one), so per-program times tell graphs apart and dumps of two runs share names.
-    const std::string& identity = pkey.empty() ? key : pkey;
-    char id[16];
-    std::snprintf(id, sizeof id, "%06zx", std::hash<std::string>{}(identity) & 0xffffff);
-    program_op->op_name = "fused graph of " + std::to_string(nodes.size()) + " ops #" + id;
-    if (dump_enabled()) {
-      // The lines that recorded the graph's ops (the first few), not the graph lock's holder.
-      std::vector<std::string> lines;
-      for (const Node& node : nodes)
-        if (!node.location.empty() && lines.size() < 8 &&
-            std::find(lines.begin(), lines.end(), node.location) == lines.end())
-          lines.push_back(node.location);
-      dump_program({program_op->op_name, identity, b.module_text(), *program_op->executable, loaded,
-                    program_op->compile_seconds, lines});
-    }
-    op_cache().insert(key, program_op);
-    program = program_op;
+    program->graph_aliases = aliases;
+    op_cache().insert(key, program);
   }
   program->uses++;
+  if (program->dynamic) note_padded_launch(*program);
 
-  // Arguments in parameter order: buffers, then per node its scalars and rng state.
-  std::vector<runtime::BufferPtr> keep = params;
+  // Arguments in parameter order: buffers, then per node its scalars and rng state, then symbols.
+  std::vector<runtime::BufferPtr> keep = in.params;
   std::vector<PJRT_Buffer*> args;
-  for (const auto& p : params) args.push_back(p->raw());
+  for (const auto& p : in.params) args.push_back(p->raw());
   for (const Node& node : nodes) append_runtime_inputs(node.call, keep, args);
+  if (program->dynamic) {
+    keep.push_back(symbols_buffer(*program, device));
+    args.push_back(keep.back()->raw());
+  }
   // A parameter is donated when only this graph holds it (`params`, `keep`, node sources). The
   // graph's runtime checks do not block it: as in strict mode they are raised after the values
   // were assigned.
   std::vector<int64_t> non_donatable;
   for (const auto& [param, output] : aliases)
-    if (params[param].use_count() > 2 + graph_holds[params[param].get()]) non_donatable.push_back(param);
+    if (in.params[param].use_count() > 2 + in.graph_holds[in.params[param].get()])
+      non_donatable.push_back(param);
   std::vector<runtime::BufferPtr> outs =
       launch_program(*program, args, device, aliases.size(), non_donatable);
-  for (size_t k = 0; k < live.size() && k < outs.size(); ++k) live[k]->buffer = outs[k];
-  if (g_capture.active) note_captured_run(nodes, program, params, keep, aliases, live, device);
+  for (size_t k = 0; k < in.live.size() && k < outs.size(); ++k) {
+    in.live[k]->buffer = outs[k];
+    in.live[k]->padded = k < program->output_forms.size() ? program->output_forms[k] : nullptr;
+  }
+  if (g_capture.active) note_captured_run(nodes, program, in.params, keep, aliases, in.live, device);
 }
 
 }  // namespace

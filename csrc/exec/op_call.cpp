@@ -41,6 +41,7 @@ std::string call_key(const OpCall& call, bool with_shapes) {
     append_bytes(k, storage_numel(call, static_cast<int>(s)));
     if (st->padded) {  // a padded buffer is a different parameter than a flat one
       put_ints(k, st->padded->bounds);
+      put_ints(k, st->padded->sizes);
       for (bool d : st->padded->dynamic) append_bytes(k, static_cast<uint8_t>(d));
     }
   }

@@ -165,6 +165,14 @@ void note_bucketed_compile(const OpCall& call, const OutputPlan& plan) {
   std::fprintf(stderr, "%s\n", msg.str().c_str());
 }
 
+void note_bucketed_graph_compile(size_t nodes, size_t symbols) {
+  if (!recompile_logging()) return;
+  std::fprintf(
+      stderr,
+      "torch_tpu: compiling a fused graph of %zu ops for buckets (%zu runtime sizes, strides and offsets)\n",
+      nodes, symbols);
+}
+
 void note_not_paddable(const std::string& op, const std::string& why) {
   if (!recompile_logging()) return;
   std::fprintf(stderr, "torch_tpu: %s varies in size but compiles per shape: %s\n", op.c_str(), why.c_str());

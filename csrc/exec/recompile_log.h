@@ -17,6 +17,8 @@ void note_compile(const std::vector<const OpCall*>& calls);
 // A program compiled for buckets (call.dynamic set; `plan` at the bounds): which sizes became
 // dynamic and the bucket they run in.
 void note_bucketed_compile(const OpCall& call, const OutputPlan& plan);
+// A fused graph compiled for buckets, with `symbols` runtime sizes, strides and offsets.
+void note_bucketed_graph_compile(size_t nodes, size_t symbols);
 // A call whose sizes vary but that cannot run padded (`why`): it compiles per shape.
 void note_not_paddable(const std::string& op, const std::string& why);
 

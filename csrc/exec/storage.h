@@ -4,6 +4,7 @@
 // node. The pending value is owned here only, so "no storage holds it" means "nobody can read it".
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,14 @@ struct PaddedForm {
 };
 using PaddedFormPtr = std::shared_ptr<const PaddedForm>;
 
+// The host tensor a storage was last uploaded from, while it still holds those values: a storage
+// whose sizes turn out to vary is padded from it (one more upload, no program).
+struct HostCopy {
+  const void* data = nullptr;
+  std::shared_ptr<void> owner;      // keeps `data` alive
+  std::function<bool()> unchanged;  // false once the host tensor was written
+};
+
 struct PendingValue {
   uint64_t graph_id = 0;       // the fused graph that will produce it
   int node = -1, output = -1;  // its producer inside that graph
@@ -42,8 +51,9 @@ struct Storage {
   bool defined = false;  // written at least once; reads of an undefined storage see zeros
   runtime::BufferPtr buffer;
   std::shared_ptr<PendingValue> pending;
-  ir::DType dtype = ir::DType::F32;  // element type of the current value (when defined)
-  PaddedFormPtr padded;              // the buffer's layout: null when flat
+  ir::DType dtype = ir::DType::F32;           // element type of the current value (when defined)
+  PaddedFormPtr padded;                       // the buffer's layout: null when flat
+  std::shared_ptr<const HostCopy> host_copy;  // set by an upload, dropped by any other write
 
   int64_t numel_as(ir::DType t) const { return nbytes / ir::itemsize(t); }
   // Adopts the buffer of a pending value whose graph has run.
@@ -51,6 +61,7 @@ struct Storage {
     if (pending && pending->buffer) {
       buffer = pending->buffer;
       padded = pending->padded;
+      host_copy.reset();
       pending.reset();
     }
   }
@@ -60,6 +71,7 @@ struct Storage {
     dtype = t;
     defined = true;
     padded = std::move(form);
+    host_copy.reset();
   }
 };
 

@@ -24,6 +24,7 @@
 #include "lowering/core/registry.h"
 #include "python/collective_bindings.h"
 #include "python/distributed_bindings.h"
+#include "python/dynamism_bindings.h"
 #include "python/kineto_profiler.h"
 #include "python/stream_bindings.h"
 
@@ -104,6 +105,7 @@ struct ReplayableGraph : aten::ReplayableGraph {};
 PYBIND11_MODULE(_C, m) {
   python::init_distributed_bindings(m);
   python::init_stream_bindings(m);
+  python::init_dynamism_bindings(m);
   exec::set_source_location_hook(&user_source_location);
   python::register_kineto_profiler();
   python::init_collective_bindings(m);

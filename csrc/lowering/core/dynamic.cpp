@@ -71,12 +71,14 @@ Value neutral_value(ir::Builder& b, DType dtype, Neutral n) {
 }
 
 PadRule pointwise(std::vector<std::string> fixed) {
-  return PadRule{PadRule::Kind::Pointwise, {}, std::move(fixed), nullptr};
+  return PadRule{PadRule::Kind::Pointwise, {}, std::move(fixed), false, nullptr};
 }
-PadRule masked(std::vector<std::pair<std::string, Neutral>> fills) {
-  return PadRule{PadRule::Kind::Masked, std::move(fills), {}, nullptr};
+PadRule masked(std::vector<std::pair<std::string, Neutral>> fills, bool widen) {
+  return PadRule{PadRule::Kind::Masked, std::move(fills), {}, widen, nullptr};
 }
-PadRule custom(std::vector<Value> (*padded)(Ctx&)) { return PadRule{PadRule::Kind::Custom, {}, {}, padded}; }
+PadRule custom(std::vector<Value> (*padded)(Ctx&)) {
+  return PadRule{PadRule::Kind::Custom, {}, {}, false, padded};
+}
 PadRule exact_only() { return PadRule{}; }
 
 namespace {
@@ -113,15 +115,37 @@ std::vector<Value> lower_padded(const Lowering& lowering, Ctx& c) {
   for (const std::string& name : rule.fixed)
     if (c.has(name) && any_dynamic(c.dims(name)))
       throw NotPaddable(lowering.name + " needs '" + name + "' at a fixed size");
+  auto widened = [&](const Value& v) {
+    const bool half = v.dtype() == DType::BF16 || v.dtype() == DType::F16;
+    return rule.widen && half ? hlo::convert(c.b, v, DType::F32) : v;
+  };
   for (const auto& [name, fill] : rule.fills) {
     if (!c.has(name)) continue;
     Arg& a = c.args[c.index(name)];
     if (a.kind == Arg::Kind::Tensor && a.value.valid())
-      a.value = fill_padding(c.b, a.value, a.dims, neutral_value(c.b, a.value.dtype(), fill));
+      a.value = widened(fill_padding(c.b, a.value, a.dims, neutral_value(c.b, a.value.dtype(), fill)));
     for (size_t i = 0; i < a.values.size() && i < a.list_dims.size(); ++i)
       if (a.values[i].valid())
         a.values[i] =
             fill_padding(c.b, a.values[i], a.list_dims[i], neutral_value(c.b, a.values[i].dtype(), fill));
+  }
+  if (rule.kind == PadRule::Kind::Pointwise && c.out_types.size() == 1) {
+    // An operand whose static size equals another's dynamic one (in every call this program
+    // serves, or they would not broadcast) is padded to the same bound.
+    const ir::Shape& out = c.out_types[0].shape;
+    for (Arg& a : c.args) {
+      if (a.kind != Arg::Kind::Tensor || !a.value.valid() || a.value.rank() > static_cast<int>(out.size()))
+        continue;
+      const size_t shift = out.size() - a.value.rank();
+      for (int d = 0; d < a.value.rank(); ++d) {
+        const int64_t want = out[shift + d], have = a.value.dim(d);
+        const bool is_static = d >= static_cast<int>(a.dims.size()) || !a.dims[d].valid();
+        if (!is_static || have == 1 || have >= want) continue;
+        std::vector<int64_t> low(a.value.rank(), 0), high(a.value.rank(), 0);
+        high[d] = want - have;
+        a.value = hlo::pad(c.b, a.value, hlo::constant(c.b, a.value.dtype(), 0), low, high);
+      }
+    }
   }
   const size_t checks = c.checks.size();
   std::vector<Value> results = rule.padded ? rule.padded(c) : float8::lower(lowering, c);

@@ -54,11 +54,14 @@ struct PadRule {
   Kind kind = Kind::None;
   std::vector<std::pair<std::string, Neutral>> fills;  // Masked: argument name, fill
   std::vector<std::string> fixed;                      // arguments that must have no dynamic dimension
+  // Masked: 16-bit float arguments are widened to float32 once filled (the same products and sums:
+  // XLA:CPU cannot run a bf16 x bf16 -> f32 dot of such operands).
+  bool widen = false;
   // Custom: the lowering of padded values, when it is not the op's lowering itself.
   std::vector<ir::Value> (*padded)(Ctx&) = nullptr;
 };
 PadRule pointwise(std::vector<std::string> fixed = {});
-PadRule masked(std::vector<std::pair<std::string, Neutral>> fills);
+PadRule masked(std::vector<std::pair<std::string, Neutral>> fills, bool widen = false);
 PadRule custom(std::vector<ir::Value> (*padded)(Ctx&) = nullptr);
 PadRule exact_only();
 

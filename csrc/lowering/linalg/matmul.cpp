@@ -22,7 +22,12 @@ Value product(Ctx& c, const Value& lhs, const Value& rhs, const std::vector<int6
               const std::vector<int64_t>& rb, const std::vector<int64_t>& lc, const std::vector<int64_t>& rc,
               DType out) {
   DType acc = compute_dtype(out);
-  Value l = hlo::convert(c.b, lhs, out), r = hlo::convert(c.b, rhs, out);
+  // Operands already widened to the accumulation type (padded execution: lowering/core/dynamic.h)
+  // stay there: their values are those of the 16-bit type.
+  auto operand = [&](const Value& v) {
+    return v.dtype() == acc && acc != out ? v : hlo::convert(c.b, v, out);
+  };
+  Value l = operand(lhs), r = operand(rhs);
   if (ir::is_complex(out) || ir::is_integral(out) || out == DType::Bool) {
     // XLA's dot for these types keeps the element type; booleans go through i32 (any nonzero
     // sum is true, as in PyTorch's boolean matmul).
@@ -203,14 +208,15 @@ TPU_LOWERING("aten::addr", lower_addr, reads({"self", "vec1", "vec2", "beta", "a
 TPU_LOWERING("aten::linalg_cross", lower_linalg_cross, reads({"self", "other", "dim"}));
 
 // Padded execution: zeros in the padding of both factors add nothing to a contraction over a
-// dynamic dimension (and a NaN in the padding of one cannot reach the sum).
-TPU_PADDED("aten::mm", masked({{"self", Neutral::Zero}, {"mat2", Neutral::Zero}}));
-TPU_PADDED("aten::bmm", masked({{"self", Neutral::Zero}, {"mat2", Neutral::Zero}}));
-TPU_PADDED("aten::mv", masked({{"self", Neutral::Zero}, {"vec", Neutral::Zero}}));
-TPU_PADDED("aten::dot", masked({{"self", Neutral::Zero}, {"tensor", Neutral::Zero}}));
-TPU_PADDED("aten::addmm", masked({{"mat1", Neutral::Zero}, {"mat2", Neutral::Zero}}));
-TPU_PADDED("aten::baddbmm", masked({{"batch1", Neutral::Zero}, {"batch2", Neutral::Zero}}));
-TPU_PADDED("aten::addbmm", masked({{"batch1", Neutral::Zero}, {"batch2", Neutral::Zero}}));
-TPU_PADDED("aten::addmv", masked({{"mat", Neutral::Zero}, {"vec", Neutral::Zero}}));
+// dynamic dimension (and a NaN in the padding of one cannot reach the sum). 16-bit factors are
+// multiplied as float32 (exactly what a bf16 dot accumulating in float32 computes).
+TPU_PADDED("aten::mm", masked({{"self", Neutral::Zero}, {"mat2", Neutral::Zero}}, true));
+TPU_PADDED("aten::bmm", masked({{"self", Neutral::Zero}, {"mat2", Neutral::Zero}}, true));
+TPU_PADDED("aten::mv", masked({{"self", Neutral::Zero}, {"vec", Neutral::Zero}}, true));
+TPU_PADDED("aten::dot", masked({{"self", Neutral::Zero}, {"tensor", Neutral::Zero}}, true));
+TPU_PADDED("aten::addmm", masked({{"mat1", Neutral::Zero}, {"mat2", Neutral::Zero}}, true));
+TPU_PADDED("aten::baddbmm", masked({{"batch1", Neutral::Zero}, {"batch2", Neutral::Zero}}, true));
+TPU_PADDED("aten::addbmm", masked({{"batch1", Neutral::Zero}, {"batch2", Neutral::Zero}}, true));
+TPU_PADDED("aten::addmv", masked({{"mat", Neutral::Zero}, {"vec", Neutral::Zero}}, true));
 
 }  // namespace tpu::lowering

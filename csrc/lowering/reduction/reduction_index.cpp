@@ -36,16 +36,23 @@ std::vector<Value> lower_argmax(Ctx& c) { return {arg_only(c, true)}; }
 std::vector<Value> lower_argmin(Ctx& c) { return {arg_only(c, false)}; }
 
 // On padded values: the padding holds the lowest (argmax) or highest (argmin) value, so it never
-// wins over a real element; a flattened index counts real elements only when no inner dimension
-// is padded.
+// wins over a real element; a flattened index into the padded array is turned into its
+// coordinates, then into the index over the real sizes.
 std::vector<Value> padded_arg(Ctx& c, bool is_max) {
   const Dims& dims = c.dims("self");
-  if (!c.has("dim"))
-    for (size_t d = 1; d < dims.size(); ++d)
-      if (dims[d].valid()) throw NotPaddable("the flattened index of a tensor padded inside");
   Value& x = c.args[c.index("self")].value;
   x = fill_padding(c.b, x, dims, neutral_value(c.b, x.dtype(), is_max ? Neutral::Lowest : Neutral::Highest));
-  return {arg_only(c, is_max)};
+  Value i = arg_only(c, is_max);
+  if (c.has("dim")) return {i};
+  Value rest = hlo::reshape(c.b, i, {});
+  Value real = hlo::constant_int(c.b, ir::DType::I64, 0), stride = hlo::constant_int(c.b, ir::DType::I64, 1);
+  for (int d = x.rank(); d-- > 0;) {
+    Value bound = hlo::constant_int(c.b, ir::DType::I64, x.dim(d));
+    real = hlo::add(c.b, real, hlo::mul(c.b, hlo::rem(c.b, rest, bound), stride));
+    rest = hlo::div(c.b, rest, bound);
+    stride = hlo::mul(c.b, stride, dim_size(c.b, x, dims, d));
+  }
+  return {hlo::reshape(c.b, real, c.out().shape)};
 }
 std::vector<Value> lower_argmax_padded(Ctx& c) { return padded_arg(c, true); }
 std::vector<Value> lower_argmin_padded(Ctx& c) { return padded_arg(c, false); }

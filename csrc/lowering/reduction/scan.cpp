@@ -113,4 +113,12 @@ TPU_LOWERING("aten::cummin", lower_cummin, reads({"self", "dim"}));
 // Registered on the public op: _logcumsumexp has no meta kernel for the output types.
 TPU_LOWERING("aten::logcumsumexp", lower_logcumsumexp, reads({"self", "dim"}));
 
+// Padded execution: a running reduction reads only earlier positions, so the padding at the end
+// of a dimension never reaches a real element.
+TPU_PADDED("aten::cumsum", pointwise());
+TPU_PADDED("aten::cumprod", pointwise());
+TPU_PADDED("aten::cummax", pointwise());
+TPU_PADDED("aten::cummin", pointwise());
+TPU_PADDED("aten::logcumsumexp", pointwise());
+
 }  // namespace tpu::lowering

@@ -27,22 +27,24 @@ struct Moments {
 };
 
 // Two-pass variance: mean first, then the mean of squared deviations divided by
-// max(N - correction, 0) (so N <= correction gives inf or NaN, as on CPU).
+// max(N - correction, 0) (so N <= correction gives inf or NaN, as on CPU). On padded values N
+// counts the real elements and the padding's deviations are zeros.
 Moments moments(Ctx& c) {
   Builder& b = c.b;
+  const Dims& padded = c.dims("self");
   Value x = c.tensor("self");
-  x = hlo::convert(b, x, compute_dtype(x.dtype()));
+  x = hlo::convert(b, fill_padding(b, x, padded, hlo::constant(b, x.dtype(), 0)), compute_dtype(x.dtype()));
   std::vector<int64_t> dims = reduce::dims_arg(c, "dim", x.rank());
   DType real = ir::real_type(x.dtype());
-  int64_t n = reduce::count(x.shape(), dims);
+  Value n = element_count(b, x, padded, dims, real);
   Value sum = reduce::sum(b, x, dims);
-  Value mean = hlo::div(b, sum, hlo::full(b, sum.type, static_cast<double>(n)));
+  Value mean = hlo::div(b, sum, hlo::broadcast_in_dim(b, hlo::convert(b, n, sum.dtype()), sum.shape(), {}));
   Value dev = hlo::sub(b, x, reduce::expand_back(b, mean, x.shape(), dims));
+  dev = fill_padding(b, dev, padded, hlo::constant(b, dev.dtype(), 0));
   Value m2 = reduce::sum(b, abs2(b, dev), dims);
   Value corr =
       c.has("correction") ? hlo::convert(b, c.tensor("correction"), real) : hlo::constant(b, real, 1);
-  Value dof = hlo::max(b, hlo::sub(b, hlo::constant(b, real, static_cast<double>(n)), corr),
-                       hlo::constant(b, real, 0));
+  Value dof = hlo::max(b, hlo::sub(b, n, corr), hlo::constant(b, real, 0));
   Value var = hlo::div(b, m2, hlo::broadcast_in_dim(b, dof, m2.shape(), {}));
   return {var, mean};
 }
@@ -85,6 +87,8 @@ Value vector_norm(Ctx& c, double p, const std::vector<int64_t>& dims) {
   Builder& b = c.b;
   DType out = c.out().dtype;
   Value x = c.tensor("self");
+  // Padding that cannot change the norm: zeros, or +inf for the minimum of magnitudes.
+  x = fill_padding(b, x, c.dims("self"), hlo::constant(b, x.dtype(), std::isinf(p) && p < 0 ? INFINITY : 0));
   // The input is cast to the result dtype (`dtype=`, or the input's own) and accumulated in
   // float for bf16/f16; complex inputs stay complex of the matching width.
   DType acc = compute_dtype(out);
@@ -142,5 +146,16 @@ TPU_LOWERING("aten::norm.ScalarOpt_dim_dtype", lower_norm_dim, reads({"self", "d
 TPU_LOWERING("aten::norm.Scalar", lower_norm_all, reads({"self"}, {"p"}));
 TPU_LOWERING("aten::norm.ScalarOpt_dtype", lower_norm_all, reads({"self"}, {"p"}));
 TPU_LOWERING("aten::renorm", lower_renorm, reads({"self", "dim", "maxnorm"}, {"p"}));
+
+// Padded execution: the lowerings above count real elements and fill the padding themselves.
+TPU_PADDED("aten::var.correction", custom());
+TPU_PADDED("aten::std.correction", custom());
+TPU_PADDED("aten::var_mean.correction", custom());
+TPU_PADDED("aten::std_mean.correction", custom());
+TPU_PADDED("aten::linalg_vector_norm", custom());
+TPU_PADDED("aten::norm.ScalarOpt_dim", custom());
+TPU_PADDED("aten::norm.ScalarOpt_dim_dtype", custom());
+TPU_PADDED("aten::norm.Scalar", custom());
+TPU_PADDED("aten::norm.ScalarOpt_dtype", custom());
 
 }  // namespace tpu::lowering
