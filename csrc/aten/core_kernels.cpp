@@ -20,8 +20,10 @@
 
 #include "aten/out_of_memory.h"
 #include "aten/tpu_tensor.h"
+#include "exec/automatic_dynamic.h"
 #include "exec/device_context.h"
 #include "exec/fused_graph.h"
+#include "exec/source_location.h"
 
 namespace tpu::aten {
 
@@ -141,6 +143,7 @@ bool share_whole_storage(const at::Tensor& dst, const at::Tensor& src) {
       !lowering::covers_storage({src.sizes().vec(), src.strides().vec(), src.storage_offset()}, numel))
     return false;
   d->set_buffer(s->buffer, dtype, s->padded);
+  d->host_copy = s->host_copy;  // the same values
   return true;
 }
 
@@ -180,6 +183,9 @@ at::Tensor& copy_complex_half(at::Tensor& dst, const at::Tensor& src, bool non_b
 // (exec/automatic_dynamic.h: pad_uploads); valid while the tensor is not written.
 std::shared_ptr<const exec::HostCopy> host_copy_of(const at::Tensor& host) {
   auto copy = std::make_shared<exec::HostCopy>();
+  copy->sizes = host.sizes().vec();
+  copy->varied =
+      exec::varied_upload_dims(exec::current_source_location(), to_ir(host.scalar_type()), copy->sizes);
   auto owner = std::make_shared<at::Tensor>(host);
   copy->data = host.const_data_ptr();
   copy->unchanged = [t = owner.get(), version = host._version()] { return t->_version() == version; };

@@ -8,6 +8,7 @@
 
 #include "exec/bucket_policy.h"
 #include "exec/device_context.h"
+#include "exec/op_program.h"
 #include "lowering/indexing/padded_view.h"
 
 namespace tpu::exec {
@@ -78,6 +79,25 @@ std::vector<int64_t> shape_slots(const OpCall& call, const OutputPlan& plan) {
   }
   for (const ir::Type& t : plan.result_types) slots.insert(slots.end(), t.shape.begin(), t.shape.end());
   return slots;
+}
+
+std::string size_pattern(const OpCall& call, const OutputPlan& plan) {
+  std::vector<int64_t> seen;
+  std::string k;
+  auto label = [&](int64_t n) {
+    if (n <= 1) return static_cast<char>(n);
+    auto it = std::find(seen.begin(), seen.end(), n);
+    if (it == seen.end()) {
+      seen.push_back(n);
+      it = seen.end() - 1;
+    }
+    return static_cast<char>(2 + (it - seen.begin()) % 250);
+  };
+  for (const TensorView& v : call.views)
+    for (int64_t n : v.geometry.sizes) k += label(n);
+  for (const ir::Type& t : plan.result_types)
+    for (int64_t n : t.shape) k += label(n);
+  return k;
 }
 
 std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots,
@@ -185,8 +205,13 @@ std::string bucketed_key(const OpCall& call, const OutputPlan& plan) {
   std::string k = free.substr(0, sizeof call.lowering);
   k += '\xff';
   k.append(free, sizeof call.lowering, std::string::npos);
+  const std::vector<bool> read = storages_read(call);
   for (size_t s = 0; s < call.storages.size(); ++s) {
     const Storage* st = call.storages[s];
+    if (!read[s]) {  // written whole: its size is its written view's, a symbol or in the key
+      put(k, -3);
+      continue;
+    }
     if (!st->padded) {
       put(k, storage_numel(call, static_cast<int>(s)));
       continue;
@@ -206,7 +231,7 @@ std::string bucketed_key(const OpCall& call, const OutputPlan& plan) {
       varies |= sv.sizes[d] >= 0 || sv.strides[d] >= 0;
     }
     put(k, sv.offset >= 0 ? -1 : v.geometry.offset);
-    if (varies || call.storages[v.storage]->padded) {
+    if ((varies || call.storages[v.storage]->padded) && read[v.storage]) {
       std::vector<int64_t> sizes;
       std::vector<bool> dynamic;
       storage_shape(call, v, sizes, dynamic);
@@ -247,26 +272,40 @@ PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int stor
   return call.storages[storage]->padded;
 }
 
+std::vector<bool> varied_upload_dims(const std::string& site, ir::DType dtype,
+                                     const std::vector<int64_t>& sizes) {
+  std::string key = "upload at " + site;
+  append_bytes(key, dtype);
+  append_bytes(key, sizes.size());
+  std::vector<bool> varied = varied_slots(key, sizes);
+  varied.resize(sizes.size(), false);
+  return varied;
+}
+
 bool pad_uploads(const OpCall& call, const std::vector<bool>& varied) {
   bool changed = false;
   size_t slot = 0;
   for (const TensorView& v : call.views) {
-    const size_t rank = v.geometry.sizes.size();
-    std::vector<int> symbols(rank, -1);
+    const size_t width = 2 * v.geometry.sizes.size() + 1;
+    bool varies = false;
+    for (size_t i = slot; i < slot + width && i < varied.size(); ++i) varies |= varied[i];
+    slot += width;
+    Storage* s = call.storages[v.storage];
+    if (!varies || s->padded || !s->host_copy || s->dtype != v.dtype || !s->host_copy->unchanged()) continue;
+    const HostCopy& host = *s->host_copy;
+    std::vector<int> symbols(host.sizes.size(), -1);
     bool any = false;
-    for (size_t d = 0; d < rank; ++d)
-      if (slot + d < varied.size() && varied[slot + d] && sizable(v.geometry.sizes[d])) {
+    for (size_t d = 0; d < host.sizes.size(); ++d)
+      if (host.varied[d] && sizable(host.sizes[d])) {
         symbols[d] = 0;
         any = true;
       }
-    slot += 2 * rank + 1;
-    Storage* s = call.storages[v.storage];
-    const int64_t numel = s->numel_as(v.dtype);
-    if (!any || s->padded || !s->host_copy || s->dtype != v.dtype || !lowering::is_contiguous(v.geometry) ||
-        !lowering::covers_storage(v.geometry, numel) || !s->host_copy->unchanged())
-      continue;
-    PaddedFormPtr form = form_of(v.geometry.sizes, v.geometry.strides, symbols);
-    s->set_buffer(upload_padded(s->host_copy->data, v.dtype, *form, s->device), v.dtype, form);
+    if (!any) continue;
+    std::vector<int64_t> strides(host.sizes.size(), 1);
+    for (size_t d = host.sizes.size(); d-- > 1;)
+      strides[d - 1] = strides[d] * std::max<int64_t>(host.sizes[d], 1);
+    PaddedFormPtr form = form_of(host.sizes, strides, symbols);
+    s->set_buffer(upload_padded(host.data, v.dtype, *form, s->device), v.dtype, form);
     changed = true;
   }
   return changed;

@@ -16,6 +16,10 @@ namespace tpu::exec {
 // The numbers of a call that may vary: per view its sizes, strides and offset, then per result
 // type its sizes.
 std::vector<int64_t> shape_slots(const OpCall& call, const OutputPlan& plan);
+// Which of those sizes are equal to which, and which are 0 or 1 (Dynamo's duck sizing): part of
+// the record key, so two calls at one line with other roles for their sizes (q @ k.T and
+// attention @ v) are told apart, while the steps of a loop are not.
+std::string size_pattern(const OpCall& call, const OutputPlan& plan);
 // Records `slots` for calls with this shape-free key; returns which slots have taken more than
 // `exact_values` values so far (a slot that varied stays dynamic): the first sizes compile
 // exactly. Empty while nothing varied.
@@ -42,9 +46,14 @@ PaddedFormPtr output_form(const OutputPlan& plan, const DynamicSpec& spec, size_
 // leaves every storage it writes flat; a bucketed one keeps a padded storage padded, and pads a
 // storage it writes whole with a dynamic value.
 PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int storage);
-// Pads the flat input storages of `call` that a view covers whole with `varied` sizes and that
-// still have their host copy (a batch uploaded at each step with another length): uploaded
-// again, padded along those dimensions, so the call's program is that of its bucket. Returns
+// Which dimensions of a dense tensor uploaded at `site` (the user's line) have varied between
+// uploads there: recorded with its host copy.
+std::vector<bool> varied_upload_dims(const std::string& site, ir::DType dtype,
+                                     const std::vector<int64_t>& sizes);
+// Pads the flat input storages of `call` read through a view whose sizes, strides or offset have
+// `varied` and that still have their host copy with varied dimensions (a batch uploaded at each
+// step with another length): uploaded again, padded along those dimensions, so the call's
+// program is that of its bucket. Storages whose views do not vary (weights) stay flat. Returns
 // whether any storage changed (the call's key then changes too).
 bool pad_uploads(const OpCall& call, const std::vector<bool>& varied);
 // The layout `bound` (or the bucket, when 0) along dimension `dim` of a dense tensor of `sizes`

@@ -197,41 +197,58 @@ CompiledOpPtr bucketed_entry(const OpCall& call, const OutputPlan& plan, const s
 
 }  // namespace
 
+namespace {
+
+// The automatic-dynamic record of `call` (per op, user line and size pattern): which of its sizes,
+// strides and offsets have varied. Calls from no line (autograd's backward) compile their first
+// few sizes exactly.
+std::vector<bool> record_shapes(const OpCall& call, const OutputPlan& plan, std::string& shape_free) {
+  const std::string site = current_source_location();
+  shape_free = call.shape_free_key() + site + size_pattern(call, plan);
+  return varied_slots(shape_free, shape_slots(call, plan), site.empty() ? 4 : 1);
+}
+
+bool reads_fresh_upload(const OpCall& call) {
+  return std::any_of(call.storages.begin(), call.storages.end(),
+                     [](const Storage* s) { return s->host_copy && !s->padded; });
+}
+
+CompiledOpPtr cache_hit(const std::string& key, bool compile) {
+  CompiledOpPtr op = op_cache().find(key);
+  if (!op || !(op->executable || !compile)) return nullptr;
+  if (compile) counters().cache_hits++;
+  op->uses++;
+  if (op->dynamic) note_padded_launch(*op);
+  return op;
+}
+
+}  // namespace
+
 CompiledOpPtr find_or_compile(const OpCall& call, std::string& key,
                               const std::function<OutputPlan()>& make_plan, bool compile) {
   counters().ops_dispatched++;
-  CompiledOpPtr op = op_cache().find(key);
-  if (op && (op->executable || !compile)) {
-    if (compile) counters().cache_hits++;
-    op->uses++;
-    if (op->dynamic) note_padded_launch(*op);
-    return op;
+  std::shared_ptr<OutputPlan> plan;
+  if (dynamic_shapes_enabled() && reads_fresh_upload(call)) {
+    // The first op to read an upload decides its layout: padded when this op's sizes vary (a
+    // batch of another length each step), else flat for good (a weight).
+    plan = std::make_shared<OutputPlan>(make_plan());
+    std::string shape_free;
+    const std::vector<bool> varied = record_shapes(call, *plan, shape_free);
+    if (!varied.empty() && pad_uploads(call, varied)) key = call.key();
+    for (Storage* s : call.storages) s->host_copy.reset();
   }
+  CompiledOpPtr op = cache_hit(key, compile);
+  if (op) return op;
+  op = op_cache().find(key);
   const bool fresh = !op;
   if (fresh) {
     op = std::make_shared<CompiledOp>();
     op->op_name = call.op_name;
-    op->plan = make_plan();
-    if (dynamic_shapes_enabled()) {
-      // Per op and user line: the same op at other lines (other layers, other tensors) has other
-      // shapes without any of them varying. Calls from no line (autograd's backward) compile
-      // their first few sizes exactly.
-      const std::string site = current_source_location();
-      const std::string shape_free = call.shape_free_key() + site;
-      const std::vector<bool> varied =
-          varied_slots(shape_free, shape_slots(call, op->plan), site.empty() ? 4 : 1);
-      if (!varied.empty() && pad_uploads(call, varied)) {
-        // An uploaded input is padded now: the call has another key, perhaps a known one.
-        key = call.key();
-        if (CompiledOpPtr hit = op_cache().find(key); hit && (hit->executable || !compile)) {
-          if (compile) counters().cache_hits++;
-          hit->uses++;
-          if (hit->dynamic) note_padded_launch(*hit);
-          return hit;
-        }
-      }
-      CompiledOpPtr entry = compile ? bucketed_entry(call, op->plan, shape_free, varied) : nullptr;
-      if (entry) {
+    op->plan = plan ? *plan : make_plan();
+    if (dynamic_shapes_enabled() && compile) {
+      std::string shape_free;
+      const std::vector<bool> varied = record_shapes(call, op->plan, shape_free);
+      if (CompiledOpPtr entry = bucketed_entry(call, op->plan, shape_free, varied)) {
         counters().cache_misses++;
         note_padded_launch(*entry);
         op_cache().insert(key, entry);

@@ -325,6 +325,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, const GraphInputs& 
   bool padded_input = false;
   for (size_t n = 0; n < nodes.size(); ++n) {
     free_key += nodes[n].call.shape_free_key();
+    free_key += size_pattern(nodes[n].call, nodes[n].op->plan);
     free_key += structure[n];
     slot_at.push_back(slots.size());
     const std::vector<int64_t> own = shape_slots(nodes[n].call, nodes[n].op->plan);
@@ -579,6 +580,7 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
     if (st->defined && dtype == st->dtype) pv->donor = st->pending ? st->pending->donor : st->buffer.get();
     st->buffer.reset();
     st->padded.reset();
+    st->host_copy.reset();
     st->pending = pv;
     st->dtype = dtype;
     st->defined = true;

@@ -14,9 +14,26 @@ namespace tpu::exec {
 using lowering::Arg;
 namespace hlo = lowering::hlo;
 
+namespace {
+
+// Whether the lowering reads argument i (declares it): an in-place op's `self` is passed to its
+// functional lowering, which may not read it (zero_, fill_).
+bool reads_argument(const OpCall& call, size_t i) {
+  const lowering::Lowering* l = call.lowering;
+  if (l == nullptr || i >= l->schema_args.size()) return true;
+  const std::string& name = l->schema_args[i];
+  const auto& sig = l->signature;
+  return std::find(sig.reads.begin(), sig.reads.end(), name) != sig.reads.end() ||
+         std::find(sig.statics.begin(), sig.statics.end(), name) != sig.statics.end();
+}
+
+}  // namespace
+
 std::vector<bool> storages_read(const OpCall& call) {
   std::vector<bool> needed(call.storages.size(), false);
-  for (const ArgSpec& a : call.args) {
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const ArgSpec& a = call.args[i];
+    if (!reads_argument(call, i)) continue;
     if (a.view >= 0) needed[call.views[a.view].storage] = true;
     for (int v : a.list_views)
       if (v >= 0) needed[call.views[v].storage] = true;
@@ -149,7 +166,9 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
     return lowering::read_dynamic(b, cur, dv);
   };
   bool padded = false;
-  for (const ArgSpec& spec : call.args) {
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const ArgSpec& spec = call.args[i];
+    const bool declared = reads_argument(call, i);
     Arg a;
     a.kind = spec.kind;
     a.wrapped_number = spec.wrapped_number;
@@ -157,12 +176,12 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
     a.d = spec.d;
     a.ints = spec.ints;
     a.s = spec.s;
-    if (spec.view >= 0) a.value = read(spec.view, a.dims);
+    if (spec.view >= 0 && declared) a.value = read(spec.view, a.dims);
     if (spec.scalar >= 0) a.value = scalars[spec.scalar];
     padded |= !a.dims.empty();
     for (int v : spec.list_views) {
       a.list_dims.emplace_back();
-      a.values.push_back(v >= 0 ? read(v, a.list_dims.back()) : ir::Value{});
+      a.values.push_back(v >= 0 && declared ? read(v, a.list_dims.back()) : ir::Value{});
       a.list_present.push_back(v >= 0);
       padded |= !a.list_dims.back().empty();
     }

@@ -30,6 +30,8 @@ using PaddedFormPtr = std::shared_ptr<const PaddedForm>;
 // The host tensor a storage was last uploaded from, while it still holds those values: a storage
 // whose sizes turn out to vary is padded from it (one more upload, no program).
 struct HostCopy {
+  std::vector<int64_t> sizes;  // of the uploaded (dense) tensor
+  std::vector<bool> varied;    // its dimensions whose size has varied between uploads at its line
   const void* data = nullptr;
   std::shared_ptr<void> owner;      // keeps `data` alive
   std::function<bool()> unchanged;  // false once the host tensor was written

@@ -79,6 +79,9 @@ PadRule masked(std::vector<std::pair<std::string, Neutral>> fills, bool widen) {
 PadRule custom(std::vector<Value> (*padded)(Ctx&)) {
   return PadRule{PadRule::Kind::Custom, {}, {}, false, padded};
 }
+PadRule static_arguments(std::vector<std::string> names) {
+  return PadRule{PadRule::Kind::Custom, {}, std::move(names), false, nullptr};
+}
 PadRule exact_only() { return PadRule{}; }
 
 namespace {

@@ -63,6 +63,9 @@ struct PadRule {
 PadRule pointwise(std::vector<std::string> fixed = {});
 PadRule masked(std::vector<std::pair<std::string, Neutral>> fills, bool widen = false);
 PadRule custom(std::vector<ir::Value> (*padded)(Ctx&) = nullptr);
+// The op's own lowering, while the listed arguments are static (a scatter into a padded tensor
+// at real positions, from values that are not padded).
+PadRule static_arguments(std::vector<std::string> names);
 PadRule exact_only();
 
 // The rule of `lowering`: its TPU_PADDED line, else pointwise for the ops of lowering/elementwise,

@@ -97,8 +97,9 @@ Support support(const std::string& lowering_name) {
 std::vector<ir::Value> lower(const Lowering& lowering, Ctx& c) {
   if (!touches_float8(c) || support(lowering.name) != Support::Widened) return lowering.fn(c);
   for (Arg& a : c.args) {
-    if (a.kind == Arg::Kind::Tensor) a.value = widen(c.b, a.value);
-    for (ir::Value& v : a.values) v = widen(c.b, v);
+    if (a.kind == Arg::Kind::Tensor && a.value.valid()) a.value = widen(c.b, a.value);
+    for (ir::Value& v : a.values)
+      if (v.valid()) v = widen(c.b, v);
   }
   std::vector<ir::Type> wanted = c.out_types;
   for (ir::Type& t : c.out_types)

@@ -431,5 +431,9 @@ TPU_LOWERING("aten::masked_scatter", lower_masked_scatter, reads({"self", "mask"
 TPU_PADDED("aten::index.Tensor", masked({{"indices", Neutral::Zero}}));
 TPU_PADDED("aten::_unsafe_index.Tensor", masked({{"indices", Neutral::Zero}}));
 TPU_PADDED("aten::index_select", masked({{"index", Neutral::Zero}}));
+TPU_PADDED("aten::index_add", masked({{"index", Neutral::Zero}, {"source", Neutral::Zero}}));
+TPU_PADDED("aten::index_copy", static_arguments({"index", "source"}));
+TPU_PADDED("aten::index_fill.int_Scalar", static_arguments({"index"}));
+TPU_PADDED("aten::index_fill.int_Tensor", static_arguments({"index", "value"}));
 
 }  // namespace tpu::lowering

@@ -214,4 +214,9 @@ TPU_LOWERING("aten::scatter_reduce.two", lower_scatter_reduce,
 
 TPU_PADDED("aten::gather", masked({{"index", Neutral::Zero}}));
 
+// Padded execution: scatters at real positions; added values from padding are zeros.
+TPU_PADDED("aten::scatter.src", static_arguments({"index", "src"}));
+TPU_PADDED("aten::scatter.value", static_arguments({"index"}));
+TPU_PADDED("aten::scatter_add", masked({{"index", Neutral::Zero}, {"src", Neutral::Zero}}));
+
 }  // namespace tpu::lowering

@@ -88,6 +88,25 @@ std::vector<Value> lower_flip(Ctx& c) {
   return {hlo::reverse(c.b, x, dims)};
 }
 
+// flip on padded values: a dynamic dimension reversed puts its padding first, so the result is
+// read (L real elements) from position bound - L.
+std::vector<Value> lower_flip_padded(Ctx& c) {
+  Value x = lower_flip(c)[0];
+  const Dims& dims = c.dims("self");
+  for (int64_t d : c.ints("dims")) {
+    const int w = static_cast<int>(hlo::wrap_dim(d, x.rank()));
+    if (w >= static_cast<int>(dims.size()) || !dims[w].valid()) continue;
+    const int64_t bound = x.dim(w);
+    std::vector<int64_t> low(x.rank(), 0), high(x.rank(), 0);
+    high[w] = bound;
+    Value room = hlo::pad(c.b, x, hlo::constant(c.b, x.dtype(), 0), low, high);
+    std::vector<Value> starts(x.rank(), hlo::constant_int(c.b, DType::I64, 0));
+    starts[w] = hlo::sub(c.b, hlo::constant_int(c.b, DType::I64, bound), dims[w]);
+    x = hlo::dynamic_slice(c.b, room, starts, x.shape());
+  }
+  return {x};
+}
+
 // Rotates `x` by `shift` along `dim`: out[i] = x[(i - shift) mod n].
 Value roll_dim(ir::Builder& b, const Value& x, int64_t dim, int64_t shift) {
   const int64_t n = x.shape()[dim];
@@ -242,6 +261,7 @@ TPU_LOWERING("aten::split_with_sizes_copy", lower_split_with_sizes_copy,
 
 // Padded execution (docs/dynamic_shapes.md).
 TPU_PADDED("aten::cat", custom(lower_cat_padded));
+TPU_PADDED("aten::flip", custom(lower_flip_padded));
 TPU_PADDED("aten::stack", pointwise());
 TPU_PADDED("aten::tril", pointwise());
 TPU_PADDED("aten::triu", pointwise());

@@ -1,0 +1,170 @@
+"""Ops whose sizes vary run in programs compiled per bucket (docs/dynamic_shapes.md).
+
+Every case runs at sizes around the bucket edges of the default policy (16 / 17, 32 / 33) and is
+compared with PyTorch's CPU result on the unpadded inputs: values, dtype, shape and device,
+forward and backward. Once sizes have varied (forward ops at a user line: after two sizes;
+backward ops, which run at no user line: after five), the other sizes of that bucket compile
+nothing: the ops run padded (counted in `padded_launches`)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu
+from torch_tpu import metrics
+
+WARM = (17, 18, 19, 20, 21)  # sizes of the 32 bucket: then every varying dimension is dynamic
+SAME_BUCKET = (23, 29, 31)  # compile nothing more
+OTHERS = (5, 9, 16, 32, 33, 47)  # other buckets, bucket edges, and back
+MODES = ("strict", "fused")
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamism():
+    # Each case starts with no program compiled: an exact program another case compiled for one
+    # of its sizes would otherwise run instead of the bucketed one.
+    torch_tpu._C._forget_varied_sizes()
+    torch_tpu._C._cache_clear()
+    directory = torch_tpu.cache.directory()
+    torch_tpu.cache.disable()
+    torch_tpu.dynamism.enable()
+    torch_tpu.dynamism.set_buckets()
+    yield
+    torch_tpu.dynamism.set_buckets()
+    if directory:
+        torch_tpu.cache.enable(directory)
+
+
+def to_tpu(t):
+    if not isinstance(t, torch.Tensor):
+        return t
+    out = t.detach().to("tpu")
+    return out.requires_grad_(t.requires_grad)
+
+
+def flat(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def assert_same(got, want, atol, rtol):
+    assert got.device.type == "tpu"
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def run_once(fn, make, size, mode, atol, rtol):
+    torch.manual_seed(size)
+    inputs = make(size)
+    want = flat(fn(*inputs))
+    tpu_inputs = [to_tpu(t) for t in inputs]
+    with torch_tpu.eager_mode(mode):
+        got = flat(fn(*tpu_inputs))
+        for g, w in zip(got, want):
+            assert_same(g, w, atol, rtol)
+        differentiable = [w for w in want if w.requires_grad]
+        if differentiable:
+            cotangents = [torch.randn(w.shape, dtype=w.dtype) for w in differentiable]
+            torch.autograd.backward(differentiable, cotangents)
+            torch.autograd.backward(
+                [g for g in got if g.requires_grad], [to_tpu(c) for c in cotangents]
+            )
+            for t, x in zip(tpu_inputs, inputs):
+                if isinstance(x, torch.Tensor) and x.requires_grad:
+                    assert_same(t.grad, x.grad, atol, rtol)
+
+
+def check_sizes(fn, make, mode, atol=1e-5, rtol=1e-5):
+    for size in WARM:
+        run_once(fn, make, size, mode, atol, rtol)
+    before = metrics.counters()
+    for size in SAME_BUCKET:
+        run_once(fn, make, size, mode, atol, rtol)
+    after = metrics.counters()
+    assert after["compiles"] == before["compiles"], "a size of a warm bucket compiled"
+    assert after["padded_launches"] > before["padded_launches"]
+    for size in OTHERS:
+        run_once(fn, make, size, mode, atol, rtol)
+
+
+def seq(*shape, dtype=torch.float32, grad=True):
+    """A maker of one tensor whose dimension 1 is the varying size."""
+
+    def make(n):
+        x = torch.randn(*[n if s is None else s for s in shape]).to(dtype)
+        return [x.requires_grad_(grad and dtype.is_floating_point)]
+
+    return make
+
+
+W = torch.randn(8, 6)
+
+CASES = {
+    "sum over the dynamic dim": (lambda x: x.sum(1), seq(2, None, 8)),
+    "sum over a static dim": (lambda x: x.sum(-1), seq(2, None, 8)),
+    "sum of everything": (lambda x: x.sum(), seq(2, None, 8)),
+    "prod": (lambda x: (x * 0.1 + 1).prod(1), seq(2, None, 3)),
+    "amax": (lambda x: x.amax(1), seq(2, None, 8)),
+    "min values and indices": (lambda x: x.min(1), seq(2, None, 8)),
+    "argmax": (lambda x: x.argmax(1), seq(2, None, 8, grad=False)),
+    "argmax flattened": (lambda x: x.argmax(), seq(1, None, 8, grad=False)),
+    "any and all": (lambda x: ((x > 0).any(1), (x > -1).all(1)), seq(2, None, 8, grad=False)),
+    "mean": (lambda x: x.mean(1), seq(2, None, 8)),
+    "mean of bfloat16": (lambda x: x.mean(1), seq(2, None, 8, dtype=torch.bfloat16)),
+    "var": (lambda x: x.var(1), seq(2, None, 8)),
+    "std and mean, no correction": (lambda x: torch.std_mean(x, 1, correction=0), seq(2, None, 8)),
+    "vector norm": (lambda x: torch.linalg.vector_norm(x, dim=1), seq(2, None, 8)),
+    "inf norm": (lambda x: torch.linalg.vector_norm(x, float("inf"), dim=1), seq(2, None, 8)),
+    "softmax": (lambda x: torch.softmax(x, 1), seq(2, None, 8)),
+    "log_softmax": (lambda x: torch.log_softmax(x, 1), seq(2, None, 8)),
+    "softmax over a static dim": (lambda x: torch.softmax(x, -1), seq(2, None, 8)),
+    "logsumexp": (lambda x: torch.logsumexp(x, 1), seq(2, None, 8)),
+    "cumsum": (lambda x: x.cumsum(1), seq(2, None, 8, grad=False)),
+    "matmul contracting the dynamic dim": (lambda x: x.transpose(1, 2) @ x, seq(2, None, 8)),
+    "matmul keeping it": (lambda x: x @ W.to(x.device), seq(1, None, 8)),
+    "batched matmul merging it with the batch": (lambda x: x @ W.to(x.device), seq(2, None, 8)),
+    "attention": (
+        lambda x: F.scaled_dot_product_attention(x, x * 0.5, x.flip(-1), is_causal=False),
+        seq(2, None, 8),
+    ),
+    "gather along it": (
+        lambda x: x.gather(1, (x.abs() * 100).long() % x.shape[1]),
+        seq(2, None, 3, grad=False),
+    ),
+    "index_select of static rows": (
+        lambda x: x.index_select(2, torch.tensor([3, 0, 3], device=x.device)),
+        seq(2, None, 8),
+    ),
+    "cat along it": (lambda x: torch.cat([x, x[:, :1] * 2, x], 1), seq(2, None, 4)),
+    "flip along it": (lambda x: x.flip(1) * 2, seq(2, None, 4)),
+    "cat along a static dim": (lambda x: torch.cat([x, x * 2], 2), seq(2, None, 4)),
+    "stack": (lambda x: torch.stack([x, -x], 0), seq(2, None, 4)),
+    "split and narrow views": (lambda x: x[:, 1:] * x[:, :-1] + x.narrow(1, 0, 1), seq(2, None, 4)),
+    "last position": (lambda x: x[:, -1] * 3, seq(2, None, 4)),
+    "transpose and reshape merging": (
+        lambda x: x.transpose(0, 1).reshape(-1, 4).sum(0),
+        seq(2, None, 4),
+    ),
+    "layer norm": (lambda x: F.layer_norm(x, (8,)), seq(2, None, 8)),
+    "pointwise chain": (
+        lambda x: torch.tanh(x) * torch.sigmoid(x) + x.exp().log1p(),
+        seq(2, None, 8),
+    ),
+    "in-place update of a slice": (
+        lambda x: x.clone().index_fill_(2, torch.tensor([0], device=x.device), 1.0).add_(1),
+        seq(2, None, 4),
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_case_matches_cpu_at_every_size(case, mode):
+    fn, make = CASES[case]
+    check_sizes(
+        fn,
+        make,
+        mode,
+        atol=2e-2 if "bfloat16" in case else 1e-5,
+        rtol=2e-2 if "bfloat16" in case else 1e-5,
+    )
