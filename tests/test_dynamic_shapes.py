@@ -1,6 +1,6 @@
 """Ops whose sizes vary run in programs compiled per bucket (docs/dynamic_shapes.md).
 
-Every case runs at sizes around the bucket edges of the default policy (16 / 17, 32 / 33) and is
+Every case runs at sizes around bucket edges (16 / 17, 32 / 33, with the smallest bucket 16) and is
 compared with PyTorch's CPU result on the unpadded inputs: values, dtype, shape and device,
 forward and backward. Once sizes have varied (forward ops at a user line: after two sizes;
 backward ops, which run at no user line: after five), the other sizes of that bucket compile
@@ -28,7 +28,7 @@ def fresh_dynamism():
     directory = torch_tpu.cache.directory()
     torch_tpu.cache.disable()
     torch_tpu.dynamism.enable()
-    torch_tpu.dynamism.set_buckets()
+    torch_tpu.dynamism.set_buckets(minimum=16)  # buckets 16, 32, 64: edges at small sizes
     yield
     torch_tpu.dynamism.set_buckets()
     if directory:

@@ -3,7 +3,7 @@
 The first shape an op (strict mode) or a recorded graph (fused mode) runs with compiles exactly.
 When it comes again with other sizes, the sizes (and strides and offsets) that changed become
 dynamic: runtime values of a program compiled for their bucket, the next power of two at or
-above the smallest bucket (16), or above a granule the next multiple of it. Every later size in
+above the smallest bucket (128), or above a granule the next multiple of it. Every later size in
 that bucket reuses the program; tensors keep their real sizes.
 
     import torch_tpu.dynamism as dynamism
@@ -55,7 +55,7 @@ def disabled():
         _C._set_dynamic_shapes_enabled(previous)
 
 
-def set_buckets(minimum=16, granule=None):
+def set_buckets(minimum=128, granule=None):
     """Dynamic dimensions are compiled for the next power of two at or above `minimum` (padding
     at most doubles a size); with `granule`, sizes above it round up to a multiple of it instead
     (at most granule - 1 elements of padding)."""

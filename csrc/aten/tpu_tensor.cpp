@@ -296,6 +296,18 @@ void download_into(const at::Tensor& t, const at::Tensor& out) {
   DType dtype = to_ir(t.scalar_type());
   runtime::BufferPtr buffer = exec::concrete_buffer(s);
   bool whole = buffer && s->dtype == dtype && covers_its_storage(t);
+  // A part of a small storage (the last token of the ids, a loss of a batch) is cut out on the
+  // host: one transfer and no program to compile for its position and shape.
+  constexpr int64_t kSmallStorage = 1 << 20;
+  if (!whole && buffer && s->dtype == dtype && s->nbytes <= kSmallStorage) {
+    raise_failed_checks();
+    at::Tensor host = at::empty({s->numel_as(dtype)}, out.options());
+    if (host.numel() > 0)
+      exec::download_elements(*buffer, s->padded.get(), static_cast<int>(out.element_size()), host.data_ptr(),
+                              host.nbytes());
+    out.copy_(host.as_strided(t.sizes(), t.strides(), t.storage_offset()));
+    return;
+  }
   if (!whole) {
     src = run_internal("torch_tpu::view_copy", {t}, {}, {ir::Type{dtype, t.sizes().vec()}},
                        t.device().index())[0];

@@ -12,7 +12,7 @@ namespace {
 
 std::once_flag g_env_once;
 std::atomic<bool> g_enabled{true};
-std::atomic<int64_t> g_minimum{16}, g_granule{0};
+std::atomic<int64_t> g_minimum{128}, g_granule{0};
 
 void read_environment() {
   std::call_once(g_env_once, [] {

@@ -324,8 +324,9 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, const GraphInputs& 
   std::vector<size_t> slot_at;  // each node's first slot
   bool padded_input = false;
   for (size_t n = 0; n < nodes.size(); ++n) {
+    // A graph is a sequence of ops, so its record needs no size pattern (automatic_dynamic.h)
+    // to tell its ops apart; a size coinciding with another in one step does not recompile it.
     free_key += nodes[n].call.shape_free_key();
-    free_key += size_pattern(nodes[n].call, nodes[n].op->plan);
     free_key += structure[n];
     slot_at.push_back(slots.size());
     const std::vector<int64_t> own = shape_slots(nodes[n].call, nodes[n].op->plan);
