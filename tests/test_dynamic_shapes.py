@@ -2,9 +2,9 @@
 
 Every case runs at sizes around bucket edges (16 / 17, 32 / 33, with the smallest bucket 16) and is
 compared with PyTorch's CPU result on the unpadded inputs: values, dtype, shape and device,
-forward and backward. Once sizes have varied (forward ops at a user line: after two sizes;
-backward ops, which run at no user line: after five), the other sizes of that bucket compile
-nothing: the ops run padded (counted in `padded_launches`)."""
+forward and backward. Once sizes have varied (an op's first four sizes compile exactly, a fused
+graph's first one), the other sizes of that bucket compile nothing: the ops run padded (counted
+in `padded_launches`)."""
 
 import pytest
 import torch
@@ -98,6 +98,7 @@ def seq(*shape, dtype=torch.float32, grad=True):
 
 
 W = torch.randn(8, 6)
+EDGES = torch.tensor([-1.5, -0.5, 0.0, 0.25, 1.0, 2.0])  # fewer than the varying size
 
 CASES = {
     "sum over the dynamic dim": (lambda x: x.sum(1), seq(2, None, 8)),
@@ -150,6 +151,14 @@ CASES = {
         lambda x: torch.tanh(x) * torch.sigmoid(x) + x.exp().log1p(),
         seq(2, None, 8),
     ),
+    "searchsorted into fixed edges": (
+        lambda x: torch.searchsorted(EDGES.to(x.device), x, right=True) * 2,
+        seq(2, None, 4, grad=False),
+    ),
+    "isin of fixed elements": (
+        lambda x: torch.isin(x.round(), EDGES.round().to(x.device)),
+        seq(2, None, 4, grad=False),
+    ),
     "in-place update of a slice": (
         lambda x: x.clone().index_fill_(2, torch.tensor([0], device=x.device), 1.0).add_(1),
         seq(2, None, 4),
@@ -168,3 +177,24 @@ def test_case_matches_cpu_at_every_size(case, mode):
         atol=2e-2 if "bfloat16" in case else 1e-5,
         rtol=2e-2 if "bfloat16" in case else 1e-5,
     )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_upload_whose_source_was_written_after(mode):
+    # An upload is padded from its host tensor only while that tensor holds the uploaded values.
+    with torch_tpu.eager_mode(mode):
+        for n in WARM + SAME_BUCKET:
+            host = torch.randn(3, n)
+            t = host.to("tpu")
+            host[:, ::2].mul_(10)
+            torch.testing.assert_close(
+                t.sum(1).cpu(), (host[:, ::2] / 10).sum(1) + host[:, 1::2].sum(1)
+            )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_uploads_under_inference_mode(mode):
+    with torch_tpu.eager_mode(mode), torch.inference_mode():
+        for n in WARM + SAME_BUCKET:
+            host = torch.randn(3, n)
+            assert_same(host.to("tpu").softmax(1), host.softmax(1), 1e-5, 1e-5)

@@ -218,8 +218,8 @@ def _replayable(gm):
                 if out is not None:
                     it = iter(out)
                     return [next(it) if slot is _TENSOR else slot for slot in captured[1]]
-            captured = None
-            # Eager work recorded before the call stays a separate program.
+            # Eager work recorded before the call stays a separate program. A recording that
+            # cannot be captured (it ran padded) leaves earlier captures of other layouts.
             replayable.begin(tensors)
             out = None
             try:

@@ -180,15 +180,19 @@ at::Tensor& copy_complex_half(at::Tensor& dst, const at::Tensor& src, bool non_b
 }
 
 // The host tensor an upload came from, for padding the storage later if its sizes vary
-// (exec/automatic_dynamic.h: pad_uploads); valid while the tensor is not written.
-std::shared_ptr<const exec::HostCopy> host_copy_of(const at::Tensor& host) {
+// (exec/automatic_dynamic.h: pad_uploads); valid while `source` is not written. `host` may alias
+// `source` through views made below autograd, which count versions of their own: the user's
+// writes are seen on `source`'s counter.
+std::shared_ptr<const exec::HostCopy> host_copy_of(const at::Tensor& host, const at::Tensor& source) {
   auto copy = std::make_shared<exec::HostCopy>();
   copy->sizes = host.sizes().vec();
   copy->varied =
       exec::varied_upload_dims(exec::current_source_location(), to_ir(host.scalar_type()), copy->sizes);
-  auto owner = std::make_shared<at::Tensor>(host);
+  auto owner = std::make_shared<std::pair<at::Tensor, at::Tensor>>(host, source);
   copy->data = host.const_data_ptr();
-  copy->unchanged = [t = owner.get(), version = host._version()] { return t->_version() == version; };
+  copy->unchanged = [t = owner.get(), version = source._version()] {
+    return t->second._version() == version;
+  };
   copy->owner = std::move(owner);
   return copy;
 }
@@ -225,7 +229,8 @@ at::Tensor& copy_tpu(at::Tensor& dst, const at::Tensor& src, bool non_blocking) 
     auto buffer = exec::upload(host.const_data_ptr(), dtype, {host.numel()}, dst.device().index());
     if (covers_its_storage(dst)) {
       s->set_buffer(std::move(buffer), dtype);
-      s->host_copy = host_copy_of(host);
+      // Inference tensors count no versions: a later write to them could not be seen.
+      s->host_copy = src.is_inference() ? nullptr : host_copy_of(host, src);
       return dst;
     }
     source = wrap_buffer(std::move(buffer), dst.sizes(), dense_strides(dst.sizes()), dst.scalar_type(),

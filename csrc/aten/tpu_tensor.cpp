@@ -133,6 +133,13 @@ int add_view(exec::OpCall& call, const at::Tensor& t) {
   for (size_t i = 0; i < call.storages.size(); ++i)
     if (call.storages[i] == s) index = static_cast<int>(i);
   if (index < 0) {
+    // The call's key names the storage's layout (padded or flat): a value a fused graph
+    // produced takes its layout when the graph has run, which a strict op waits for.
+    if (fused_mode()) {
+      s->resolve();
+    } else {
+      exec::concrete_buffer(s);
+    }
     index = static_cast<int>(call.storages.size());
     call.storages.push_back(s);
   }

@@ -17,8 +17,8 @@ namespace {
 
 std::mutex g_mutex;
 struct Record {
-  std::vector<std::vector<int64_t>> seen;  // per slot: its first distinct values
-  std::vector<bool> varied;
+  std::vector<std::vector<int64_t>> shapes;  // its first distinct shapes (all slots of a call)
+  std::vector<bool> varied;                  // empty until a shape beyond those
 };
 std::unordered_map<std::string, Record> g_records;
 std::unordered_set<std::string> g_not_paddable;
@@ -104,22 +104,22 @@ std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vec
                                size_t exact_values) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_not_paddable.count(shape_free_key)) return {};
-  auto [it, fresh] = g_records.try_emplace(shape_free_key);
-  Record& r = it->second;
-  if (fresh || r.seen.size() != slots.size()) {
-    r.seen.assign(slots.size(), {});
+  Record& r = g_records[shape_free_key];
+  if (!r.shapes.empty() && r.shapes[0].size() != slots.size()) r = Record{};
+  if (r.varied.empty()) {
+    if (std::find(r.shapes.begin(), r.shapes.end(), slots) != r.shapes.end()) return {};
+    if (r.shapes.size() < exact_values) {
+      r.shapes.push_back(slots);
+      return {};
+    }
+    // Every slot that took another value in one of the shapes seen becomes dynamic at once (a
+    // size and the strides it scales vary together, even when calls of one step differ in
+    // strides only).
     r.varied.assign(slots.size(), false);
   }
   bool any = false;
   for (size_t i = 0; i < slots.size(); ++i) {
-    std::vector<int64_t>& seen = r.seen[i];
-    if (!r.varied[i] && std::find(seen.begin(), seen.end(), slots[i]) == seen.end()) {
-      if (seen.size() >= exact_values) {
-        r.varied[i] = true;
-      } else {
-        seen.push_back(slots[i]);
-      }
-    }
+    for (const std::vector<int64_t>& seen : r.shapes) r.varied[i] = r.varied[i] || seen[i] != slots[i];
     any |= r.varied[i];
   }
   if (!any) return {};
@@ -130,6 +130,25 @@ void forget_varied_slots() {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_records.clear();
   g_not_paddable.clear();
+}
+
+// Padding that would cost more than it saves (small dimensions, such as kernel sizes, bucketed to
+// the minimum in several dimensions at once) keeps the call exact: a view or result whose bucketed
+// extent exceeds its real one both 16 times and by 4M elements.
+bool too_much_padding(const OpCall& call, const OutputPlan& plan, const DynamicSpec& spec) {
+  auto excessive = [](const std::vector<int64_t>& sizes, const std::vector<int>& symbols) {
+    double real = 1, padded = 1;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      real *= static_cast<double>(sizes[d]);
+      padded *= static_cast<double>(d < symbols.size() && symbols[d] >= 0 ? bucket(sizes[d]) : sizes[d]);
+    }
+    return padded > 16 * real && padded - real > 4.0 * (1 << 20);
+  };
+  for (size_t v = 0; v < call.views.size(); ++v)
+    if (excessive(call.views[v].geometry.sizes, spec.views[v].sizes)) return true;
+  for (size_t k = 0; k < plan.result_types.size(); ++k)
+    if (excessive(plan.result_types[k].shape, spec.results[k])) return true;
+  return false;
 }
 
 std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const OutputPlan& plan,
@@ -171,7 +190,7 @@ std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const Output
     }
     spec->results.push_back(std::move(syms));
   }
-  if (spec->values.empty()) return nullptr;
+  if (spec->values.empty() || too_much_padding(call, plan, *spec)) return nullptr;
   return spec;
 }
 

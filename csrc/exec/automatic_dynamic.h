@@ -20,9 +20,9 @@ std::vector<int64_t> shape_slots(const OpCall& call, const OutputPlan& plan);
 // the record key, so two calls at one line with other roles for their sizes (q @ k.T and
 // attention @ v) are told apart, while the steps of a loop are not.
 std::string size_pattern(const OpCall& call, const OutputPlan& plan);
-// Records `slots` for calls with this shape-free key; returns which slots have taken more than
-// `exact_values` values so far (a slot that varied stays dynamic): the first sizes compile
-// exactly. Empty while nothing varied.
+// Records `slots` for calls with this shape-free key. The first `exact_values` distinct shapes
+// compile exactly; from the next one on, returns which slots differ among them (a slot that
+// varied stays dynamic). Empty while nothing varied.
 std::vector<bool> varied_slots(const std::string& shape_free_key, const std::vector<int64_t>& slots,
                                size_t exact_values = 1);
 void forget_varied_slots();

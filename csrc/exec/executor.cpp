@@ -200,12 +200,15 @@ CompiledOpPtr bucketed_entry(const OpCall& call, const OutputPlan& plan, const s
 namespace {
 
 // The automatic-dynamic record of `call` (per op, user line and size pattern): which of its sizes,
-// strides and offsets have varied. Calls from no line (autograd's backward) compile their first
-// few sizes exactly.
+// strides and offsets have varied. An op's first four shapes compile exactly: one line serves
+// several modules of a model (the blocks of each stage of a CNN, at their own widths), whose
+// sizes differ in every step of a fixed-shape loop and should never be padded. An op reading a
+// padded value follows its producer's dynamism at its second shape.
 std::vector<bool> record_shapes(const OpCall& call, const OutputPlan& plan, std::string& shape_free) {
-  const std::string site = current_source_location();
-  shape_free = call.shape_free_key() + site + size_pattern(call, plan);
-  return varied_slots(shape_free, shape_slots(call, plan), site.empty() ? 4 : 1);
+  shape_free = call.shape_free_key() + current_source_location() + size_pattern(call, plan);
+  const bool reads_padded =
+      std::any_of(call.storages.begin(), call.storages.end(), [](const Storage* s) { return s->padded; });
+  return varied_slots(shape_free, shape_slots(call, plan), reads_padded ? 1 : 4);
 }
 
 bool reads_fresh_upload(const OpCall& call) {

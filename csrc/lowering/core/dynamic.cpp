@@ -134,10 +134,16 @@ std::vector<Value> lower_padded(const Lowering& lowering, Ctx& c) {
   }
   if (rule.kind == PadRule::Kind::Pointwise && c.out_types.size() == 1) {
     // An operand whose static size equals another's dynamic one (in every call this program
-    // serves, or they would not broadcast) is padded to the same bound.
+    // serves, or they would not broadcast) is padded to the same bound; fixed arguments (a
+    // sorted sequence, a set of test elements) do not broadcast with the result.
     const ir::Shape& out = c.out_types[0].shape;
-    for (Arg& a : c.args) {
-      if (a.kind != Arg::Kind::Tensor || !a.value.valid() || a.value.rank() > static_cast<int>(out.size()))
+    std::vector<int> fixed;
+    for (const std::string& name : rule.fixed)
+      if (c.has(name)) fixed.push_back(c.index(name));
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      Arg& a = c.args[i];
+      if (a.kind != Arg::Kind::Tensor || !a.value.valid() || a.value.rank() > static_cast<int>(out.size()) ||
+          std::find(fixed.begin(), fixed.end(), static_cast<int>(i)) != fixed.end())
         continue;
       const size_t shift = out.size() - a.value.rank();
       for (int d = 0; d < a.value.rank(); ++d) {
