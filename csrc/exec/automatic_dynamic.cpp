@@ -154,9 +154,12 @@ bool too_much_padding(const OpCall& call, const OutputPlan& plan, const DynamicS
 std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const OutputPlan& plan,
                                                 const std::vector<bool>& varied) {
   auto spec = std::make_shared<DynamicSpec>();
-  for (const Storage* st : call.storages) {
+  // A storage written whole without being read is no parameter: its sizes are no symbols.
+  const std::vector<bool> read = storages_read(call);
+  for (size_t s = 0; s < call.storages.size(); ++s) {
+    const Storage* st = call.storages[s];
     std::vector<int> syms;
-    if (st->padded)
+    if (st->padded && read[s])
       for (size_t d = 0; d < st->padded->sizes.size(); ++d)
         syms.push_back(symbol_or_constant(*spec, st->padded->dynamic[d], st->padded->sizes[d]));
     spec->storages.push_back(std::move(syms));

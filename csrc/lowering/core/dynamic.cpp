@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "lowering/core/float8.h"
 #include "lowering/core/hlo.h"
 #include "lowering/core/reduce_util.h"
 #include "lowering/core/registry.h"
+#include "lowering/creation/random_bits.h"
 
 namespace tpu::lowering {
 
@@ -157,6 +159,9 @@ std::vector<Value> lower_padded(const Lowering& lowering, Ctx& c) {
     }
   }
   const size_t checks = c.checks.size();
+  // Random draws give the real elements the numbers of the unpadded program.
+  std::optional<PaddedDraws> draws;
+  if (c.rng_state.valid() && !c.out_types.empty()) draws.emplace(c.out_types[0].shape, c.out_dims_of(0));
   std::vector<Value> results = rule.padded ? rule.padded(c) : float8::lower(lowering, c);
   // A check of a pointwise op would also judge the padding.
   if (rule.kind == PadRule::Kind::Pointwise && c.checks.size() > checks)

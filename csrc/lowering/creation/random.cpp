@@ -3,6 +3,7 @@
 // Tensor.cauchy_, log_normal_ and geometric_ (inverse CDFs of one uniform draw, as CPU's).
 #include <cmath>
 
+#include "lowering/core/dynamic.h"
 #include "lowering/core/elementwise_ops.h"
 #include "lowering/core/reduce_util.h"
 #include "lowering/creation/random_bits.h"
@@ -185,5 +186,23 @@ TPU_LOWERING("aten::random_", lower_random_, reads({}));
 TPU_LOWERING("aten::native_dropout", lower_native_dropout, reads({"input", "p", "train"}), /*random=*/true);
 TPU_LOWERING("aten::native_dropout_backward", lower_native_dropout_backward,
              reads({"grad_output", "mask", "scale"}));
+
+// Elementwise samplers: padded programs draw the unpadded program's numbers (random_bits.h).
+TPU_PADDED("aten::normal_", pointwise());
+TPU_PADDED("aten::normal.Tensor_Tensor", pointwise());
+TPU_PADDED("aten::normal.Tensor_float", pointwise());
+TPU_PADDED("aten::normal.float_Tensor", pointwise());
+TPU_PADDED("aten::cauchy_", pointwise());
+TPU_PADDED("aten::log_normal_", pointwise());
+TPU_PADDED("aten::geometric_", pointwise());
+TPU_PADDED("aten::uniform_", pointwise());
+TPU_PADDED("aten::exponential_", pointwise());
+TPU_PADDED("aten::bernoulli_.float", pointwise());
+TPU_PADDED("aten::bernoulli_.Tensor", pointwise());
+TPU_PADDED("aten::random_.from", pointwise());
+TPU_PADDED("aten::random_.to", pointwise());
+TPU_PADDED("aten::random_", pointwise());
+TPU_PADDED("aten::native_dropout", pointwise());
+TPU_PADDED("aten::native_dropout_backward", pointwise());
 
 }  // namespace tpu::lowering

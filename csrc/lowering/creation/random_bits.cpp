@@ -1,5 +1,6 @@
 #include "lowering/creation/random_bits.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lowering/core/hlo.h"
@@ -12,11 +13,49 @@ using ir::Value;
 
 namespace {
 
+thread_local const PaddedDraws* g_padded_draws = nullptr;
+
+int64_t element_count(const ir::Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// For a draw of `shape` inside a PaddedDraws whose bounds end `shape`: each element's position
+// in the flat draw of the real extent (i64 of `shape`; gather clamps those of padding in range).
+// Invalid otherwise.
+Value real_positions(ir::Builder& b, const ir::Shape& shape) {
+  const PaddedDraws* p = g_padded_draws;
+  if (p == nullptr || !any_dynamic(p->dims) || shape.size() < p->bounds.size() ||
+      !std::equal(p->bounds.begin(), p->bounds.end(), shape.end() - static_cast<long>(p->bounds.size())))
+    return {};
+  const size_t lead = shape.size() - p->bounds.size();
+  const ir::Type index{DType::I64, shape};
+  Value position = hlo::full(b, index, 0), stride = hlo::constant_int(b, DType::I64, 1);
+  for (size_t d = shape.size(); d-- > 0;) {
+    Value coordinate = hlo::iota(b, index, static_cast<int64_t>(d));
+    position = hlo::add(b, position, hlo::mul(b, coordinate, hlo::broadcast_in_dim(b, stride, shape, {})));
+    Value size = d >= lead && p->dims.size() > d - lead && p->dims[d - lead].valid()
+                     ? p->dims[d - lead]
+                     : hlo::constant_int(b, DType::I64, shape[d]);
+    stride = hlo::mul(b, stride, size);
+  }
+  return position;
+}
+
 // Random bits of `shape`; `state` becomes the generator's state after them.
 Value bits(ir::Builder& b, Value& state, const ir::Shape& shape, DType bits_type) {
-  auto [next, r] = hlo::rng_bit_generator(b, state, bits_type, shape);
+  const int64_t n = element_count(shape);
+  auto [next, flat] = hlo::rng_bit_generator(b, state, bits_type, {n});
   state = next;
-  return r;
+  Value positions = real_positions(b, shape);
+  if (!positions.valid()) return hlo::reshape(b, flat, shape);
+  hlo::GatherDims dims;
+  dims.collapsed_slice_dims = {0};
+  dims.start_index_map = {0};
+  dims.index_vector_dim = static_cast<int64_t>(shape.size());
+  dims.slice_sizes = {1};
+  return hlo::gather(b, flat, positions, dims);
 }
 
 // Values m * 2^-p in [0, 1) from the top p mantissa bits of each draw (p = 23 for f32, 52 for
@@ -39,6 +78,13 @@ Value mantissa_fraction(ir::Builder& b, Value& state, const ir::Shape& shape, DT
 }
 
 }  // namespace
+
+PaddedDraws::PaddedDraws(const ir::Shape& bounds_, const Dims& dims_)
+    : previous_(g_padded_draws), bounds(bounds_), dims(dims_) {
+  g_padded_draws = this;
+}
+
+PaddedDraws::~PaddedDraws() { g_padded_draws = previous_; }
 
 Value random_u64(ir::Builder& b, const Value& state, const ir::Shape& shape) {
   Value s = state;

@@ -6,10 +6,32 @@
 // another call's, however much the op draws. The `next_*` draws advance a state past what they
 // drew (rng_bit_generator's output state), so successive draws from one state are independent;
 // inside a loop the state is part of the loop-carried values.
+//
+// Every draw takes the numbers of a flat draw of its element count, in row-major order, so a
+// padded program (lowering/core/dynamic.h) gives each real element the number the unpadded
+// program gives it: while a PaddedDraws is alive, a draw whose trailing dimensions are the
+// padded result's takes element (i...) from the flat position of (i...) in the real extent.
 #pragma once
 #include "ir/builder.h"
+#include "lowering/core/dynamic.h"
 
 namespace tpu::lowering {
+
+class PaddedDraws {
+ public:
+  PaddedDraws(const ir::Shape& bounds, const Dims& dims);
+  ~PaddedDraws();
+  PaddedDraws(const PaddedDraws&) = delete;
+  PaddedDraws& operator=(const PaddedDraws&) = delete;
+
+ private:
+  const PaddedDraws* previous_;
+  friend ir::Value padded_positions(ir::Builder& b, const ir::Shape& shape);
+
+ public:
+  const ir::Shape bounds;
+  const Dims dims;
+};
 
 // Uniform values in [0, 1) of `shape`, in f32 (or f64 when `dtype` is F64).
 ir::Value uniform01(ir::Builder& b, const ir::Value& state, const ir::Shape& shape, ir::DType dtype);
