@@ -13,7 +13,6 @@ torch_tpu does not change the default backend for other devices.
 import linecache
 import re
 import sys
-import warnings
 
 import torch
 from torch._dynamo import device_interface as _di
@@ -144,12 +143,8 @@ _TENSOR = object()  # a tensor slot in a captured graph's output template
 
 
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
-    if any(isinstance(x, torch.SymInt) for x in example_inputs):
-        warnings.warn(
-            "torch_tpu: symbolic shapes are specialized: each new input shape compiles (and "
-            "caches) its own XLA program",
-            stacklevel=2,
-        )
+    # Symbolic sizes arrive as ints on every call: the recorded graph runs at the call's sizes,
+    # in the program of their bucket once they have varied (docs/dynamic_shapes.md).
     if any(_is_collective(n) for n in gm.graph.nodes):
         gm = _split_at_collectives(gm)
         return make_boxed_func(gm)
