@@ -151,6 +151,12 @@ CASES = {
         lambda x: torch.tanh(x) * torch.sigmoid(x) + x.exp().log1p(),
         seq(2, None, 8),
     ),
+    "sort along it": (lambda x: torch.sort(x, 1, descending=True), seq(2, None, 3)),
+    "sort with ties and NaN": (
+        lambda x: torch.sort(torch.where(x > 1, float("nan"), x.round()), dim=1, stable=True),
+        seq(2, None, 3, grad=False),
+    ),
+    "topk along it": (lambda x: torch.topk(x.transpose(1, 2), 3), seq(2, None, 3)),
     "searchsorted into fixed edges": (
         lambda x: torch.searchsorted(EDGES.to(x.device), x, right=True) * 2,
         seq(2, None, 4, grad=False),

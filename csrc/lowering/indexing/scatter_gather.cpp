@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "lowering/core/dynamic.h"
 #include "lowering/core/index_util.h"
 #include "lowering/core/kit.h"
 #include "lowering/core/registry.h"
@@ -60,6 +61,20 @@ constexpr char kValue[] = "value";
 template <const char* Src>
 std::vector<Value> lower_scatter(Ctx& c) {
   Prepared p = prepare(c, "self", "dim", "index");
+  Value upd = src_for(c, Src, p.index, p.self.dtype());
+  return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, hlo::kReplace))};
+}
+
+// Padded scatter (lowering/core/dynamic.h): the index's padding is checked as position 0, then
+// points past self's (padded) extent, where stablehlo.scatter skips the update.
+template <const char* Src>
+std::vector<Value> lower_scatter_padded(Ctx& c) {
+  Arg& index = c.args[c.index("index")];
+  const Value real = valid_mask(c.b, index.value.shape(), index.dims);
+  index.value = fill_padding(c.b, index.value, index.dims, hlo::constant(c.b, index.value.dtype(), 0));
+  Prepared p = prepare(c, "self", "dim", "index");
+  const Value past = hlo::full(c.b, p.index.type, static_cast<double>(p.self.shape()[p.dim]));
+  p.index = hlo::select(c.b, hlo::reshape(c.b, real, p.index.shape()), p.index, past);
   Value upd = src_for(c, Src, p.index, p.self.dtype());
   return {finish(c, idx::scatter_elements(c.b, p.self, p.index, p.dim, upd, hlo::kReplace))};
 }
@@ -215,8 +230,8 @@ TPU_LOWERING("aten::scatter_reduce.two", lower_scatter_reduce,
 TPU_PADDED("aten::gather", masked({{"index", Neutral::Zero}}));
 
 // Padded execution: scatters at real positions; added values from padding are zeros.
-TPU_PADDED("aten::scatter.src", static_arguments({"index", "src"}));
-TPU_PADDED("aten::scatter.value", static_arguments({"index"}));
+TPU_PADDED("aten::scatter.src", custom(lower_scatter_padded<kSrc>));
+TPU_PADDED("aten::scatter.value", custom(lower_scatter_padded<kValue>));
 TPU_PADDED("aten::scatter_add", masked({{"index", Neutral::Zero}, {"src", Neutral::Zero}}));
 
 }  // namespace tpu::lowering

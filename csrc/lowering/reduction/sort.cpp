@@ -3,6 +3,7 @@
 // together with an iota of indices. NaN orders above every number (last ascending, first
 // descending), as in PyTorch's CPU kernels; the sort is always stable, which is a valid result
 // for stable=False too and matches the CPU's order of ties.
+#include "lowering/core/dynamic.h"
 #include "lowering/core/hlo.h"
 #include "lowering/core/index_util.h"
 #include "lowering/core/reduce_util.h"
@@ -15,10 +16,12 @@ using ir::Builder;
 using ir::DType;
 using ir::Value;
 
-std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending) {
+std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending,
+                                          const Value& real) {
   Value idx = hlo::iota(b, hlo::with_dtype(x.type, DType::I64), dim);
   if (x.dim(dim) <= 1) return {x, idx};
   bool fp = ir::is_floating(x.dtype());
+  const bool padded = real.valid();
   auto less = [&](Builder& rb, const std::vector<Value>& a) -> std::vector<Value> {
     // descending: lhs goes first when it is greater (or NaN against a number).
     const Value& l = descending ? a[1] : a[0];
@@ -29,9 +32,15 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
       Value r_nan = hlo::compare(rb, r, r, "NE");
       lt = hlo::or_(rb, lt, hlo::and_(rb, l_num, r_nan));
     }
-    return {lt};
+    if (!padded) return {lt};
+    // A real element goes before padding; two real ones compare as above.
+    const Value &l_real = a[4], &r_real = a[5];
+    Value both = hlo::and_(rb, l_real, r_real);
+    return {hlo::or_(rb, hlo::and_(rb, both, lt), hlo::and_(rb, l_real, hlo::not_(rb, r_real)))};
   };
-  std::vector<Value> r = hlo::sort(b, {x, idx}, dim, /*stable=*/true, less);
+  std::vector<Value> operands = {x, idx};
+  if (padded) operands.push_back(real);
+  std::vector<Value> r = hlo::sort(b, operands, dim, /*stable=*/true, less);
   return {r[0], r[1]};
 }
 
@@ -43,6 +52,24 @@ std::vector<Value> sort_impl(Ctx& c, int64_t dim_arg, bool descending) {
   if (x.rank() == 0) x = hlo::reshape(c.b, x, {1});
   auto [v, i] = sort_with_indices(c.b, x, dim, descending);
   return {hlo::reshape(c.b, v, c.out(0).shape), hlo::reshape(c.b, i, c.out(1).shape)};
+}
+
+// Padded sort and topk (lowering/core/dynamic.h): the padding along `dim` sorts after every
+// real element, so the real extent holds the unpadded result.
+Value real_elements(Ctx& c, const Value& x) { return valid_mask(c.b, x.shape(), c.dims("self")); }
+
+std::vector<Value> lower_sort_padded(Ctx& c) {
+  Value x = c.tensor("self");
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank());
+  auto [v, i] = sort_with_indices(c.b, x, dim, c.bool_arg("descending"), real_elements(c, x));
+  return {v, i};
+}
+
+std::vector<Value> lower_topk_padded(Ctx& c) {
+  Value x = c.tensor("self");
+  const int64_t dim = hlo::wrap_dim(c.int_arg("dim"), x.rank()), k = c.int_arg("k");
+  auto [v, i] = sort_with_indices(c.b, x, dim, c.bool_arg("largest"), real_elements(c, x));
+  return {hlo::slice_dim(c.b, v, dim, 0, k), hlo::slice_dim(c.b, i, dim, 0, k)};
 }
 
 // sort.stable(self, *, stable?, dim, descending)
@@ -180,5 +207,8 @@ TPU_LOWERING("aten::sort.stable", lower_sort_stable, reads({"self", "dim", "desc
 TPU_LOWERING("aten::sort", lower_sort, reads({"self", "dim", "descending"}));
 TPU_LOWERING("aten::topk", lower_topk, reads({"self", "k", "dim", "largest"}));
 TPU_LOWERING("aten::mode", lower_mode, reads({"self", "dim"}));
+TPU_PADDED("aten::sort.stable", custom(lower_sort_padded));
+TPU_PADDED("aten::sort", custom(lower_sort_padded));
+TPU_PADDED("aten::topk", custom(lower_topk_padded));
 
 }  // namespace tpu::lowering
