@@ -157,6 +157,16 @@ CASES = {
         seq(2, None, 3, grad=False),
     ),
     "topk along it": (lambda x: torch.topk(x.transpose(1, 2), 3), seq(2, None, 3)),
+    "cross entropy over the samples": (
+        lambda x: F.cross_entropy(x[0], (x[1].detach().abs().sum(-1) * 3).long() % 8),
+        seq(2, None, 8),
+    ),
+    "cross entropy over positions, one ignored": (
+        lambda x: F.cross_entropy(
+            x.transpose(1, 2), (x.detach().abs().sum(-1) * 3).long() % 9 - 1, ignore_index=-1
+        ),
+        seq(2, None, 8),
+    ),
     "searchsorted into fixed edges": (
         lambda x: torch.searchsorted(EDGES.to(x.device), x, right=True) * 2,
         seq(2, None, 4, grad=False),

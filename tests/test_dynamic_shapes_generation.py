@@ -101,14 +101,17 @@ def test_static_cache_generate_matches_cpu(mode):
 def test_sampled_generate_draws_the_tokens_of_unpadded_programs(mode):
     _, tpu = llama_pair(mode)
     ids = prompt(6).to("tpu")
-    kw = dict(do_sample=True, top_k=20, temperature=1.3, max_new_tokens=20, min_new_tokens=20)
+    # Lengths 6..18: the second generate runs padded in buckets 16 and 32.
+    kw = dict(do_sample=True, top_k=20, temperature=1.3, max_new_tokens=12, min_new_tokens=12)
 
     def sample():
         torch.manual_seed(11)
         return generate(tpu, ids, mode, **kw)
 
     sample()  # sizes vary: later calls run padded
+    before = metrics.counters()["padded_launches"]
     padded = sample()
+    assert metrics.counters()["padded_launches"] > before
     torch_tpu._C._cache_clear()
     torch._dynamo.reset()
     with torch_tpu.dynamism.disabled():

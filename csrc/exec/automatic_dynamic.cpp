@@ -294,9 +294,12 @@ PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int stor
   return call.storages[storage]->padded;
 }
 
+thread_local int64_t g_uploads_since_op = 0;
+
 std::vector<bool> varied_upload_dims(const std::string& site, ir::DType dtype,
                                      const std::vector<int64_t>& sizes) {
   std::string key = "upload at " + site;
+  append_bytes(key, g_uploads_since_op++);
   append_bytes(key, dtype);
   append_bytes(key, sizes.size());
   std::vector<bool> varied = varied_slots(key, sizes);
@@ -304,16 +307,13 @@ std::vector<bool> varied_upload_dims(const std::string& site, ir::DType dtype,
   return varied;
 }
 
-bool pad_uploads(const OpCall& call, const std::vector<bool>& varied) {
+void note_op_dispatched() { g_uploads_since_op = 0; }
+
+bool pad_uploads(const OpCall& call) {
   bool changed = false;
-  size_t slot = 0;
   for (const TensorView& v : call.views) {
-    const size_t width = 2 * v.geometry.sizes.size() + 1;
-    bool varies = false;
-    for (size_t i = slot; i < slot + width && i < varied.size(); ++i) varies |= varied[i];
-    slot += width;
     Storage* s = call.storages[v.storage];
-    if (!varies || s->padded || !s->host_copy || s->dtype != v.dtype || !s->host_copy->unchanged()) continue;
+    if (s->padded || !s->host_copy || s->dtype != v.dtype || !s->host_copy->unchanged()) continue;
     const HostCopy& host = *s->host_copy;
     std::vector<int> symbols(host.sizes.size(), -1);
     bool any = false;

@@ -47,15 +47,18 @@ PaddedFormPtr output_form(const OutputPlan& plan, const DynamicSpec& spec, size_
 // storage it writes whole with a dynamic value.
 PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int storage);
 // Which dimensions of a dense tensor uploaded at `site` (the user's line) have varied between
-// uploads there: recorded with its host copy.
+// uploads there: recorded with its host copy. Uploads with no op between them (module.to's
+// parameters, a batch's tensors) are told apart by their place in that run: a parameter's record
+// sees one size, a batch's the length of each step.
 std::vector<bool> varied_upload_dims(const std::string& site, ir::DType dtype,
                                      const std::vector<int64_t>& sizes);
-// Pads the flat input storages of `call` read through a view whose sizes, strides or offset have
-// `varied` and that still have their host copy with varied dimensions (a batch uploaded at each
-// step with another length): uploaded again, padded along those dimensions, so the call's
-// program is that of its bucket. Storages whose views do not vary (weights) stay flat. Returns
-// whether any storage changed (the call's key then changes too).
-bool pad_uploads(const OpCall& call, const std::vector<bool>& varied);
+// An op was dispatched: the next upload starts a new run.
+void note_op_dispatched();
+// Pads the flat input storages of `call` that still have their host copy with varied dimensions
+// (a batch uploaded at each step with another length): uploaded again, padded along those
+// dimensions, so the programs reading them are those of their bucket. Returns whether any storage
+// changed (the call's key then changes too).
+bool pad_uploads(const OpCall& call);
 // The layout `bound` (or the bucket, when 0) along dimension `dim` of a dense tensor of `sizes`
 // (torch_tpu.dynamism.mark_dynamic), keeping the dynamic dimensions of `current` (may be null).
 PaddedFormPtr marked_form(const PaddedForm* current, const std::vector<int64_t>& sizes, int64_t dim,

@@ -3,6 +3,7 @@
 // Elementwise terms are computed in float for bf16/f16 and rounded to the result dtype before
 // the reduction, which then accumulates in float: the order of roundings of the CPU kernels
 // (elementwise kernel, then loss.mean() / loss.sum()).
+#include "lowering/core/dynamic.h"
 #include "lowering/core/hlo.h"
 #include "lowering/core/precision.h"
 #include "lowering/core/reduce_util.h"
@@ -286,6 +287,25 @@ std::vector<Value> lower_nll_loss_backward(Ctx& c) {
   return {finish(c, r)};
 }
 
+// Padded nll_loss (lowering/core/dynamic.h): padded samples take target = ignore_index, so they
+// add nothing to the loss, the total weight or the gradient.
+void ignore_padded_samples(Ctx& c) {
+  Arg& target = c.args[c.index("target")];
+  target.value =
+      fill_padding(c.b, target.value, target.dims,
+                   hlo::constant(c.b, target.value.dtype(), static_cast<double>(c.int_arg("ignore_index"))));
+}
+
+std::vector<Value> lower_nll_loss_forward_padded(Ctx& c) {
+  ignore_padded_samples(c);
+  return lower_nll_loss_forward(c);
+}
+
+std::vector<Value> lower_nll_loss_backward_padded(Ctx& c) {
+  ignore_padded_samples(c);
+  return lower_nll_loss_backward(c);
+}
+
 }  // namespace
 
 const Signature kNllLossBackwardReads =
@@ -311,5 +331,9 @@ TPU_LOWERING("aten::nll_loss_backward", lower_nll_loss_backward, kNllLossBackwar
 TPU_LOWERING("aten::nll_loss2d_forward", lower_nll_loss_forward,
              reads({"self", "target", "weight", "reduction", "ignore_index"}));
 TPU_LOWERING("aten::nll_loss2d_backward", lower_nll_loss_backward, kNllLossBackwardReads);
+TPU_PADDED("aten::nll_loss_forward", custom(lower_nll_loss_forward_padded));
+TPU_PADDED("aten::nll_loss_backward", custom(lower_nll_loss_backward_padded));
+TPU_PADDED("aten::nll_loss2d_forward", custom(lower_nll_loss_forward_padded));
+TPU_PADDED("aten::nll_loss2d_backward", custom(lower_nll_loss_backward_padded));
 
 }  // namespace tpu::lowering
