@@ -258,7 +258,11 @@ std::string bucketed_key(const OpCall& call, const OutputPlan& plan) {
       std::vector<bool> dynamic;
       storage_shape(call, v, sizes, dynamic);
       auto layout = lowering::plan_view(v.geometry, sizes, dynamic);
-      k += layout ? layout->key() : std::string("gather");
+      std::vector<bool> symbolic;
+      for (size_t d = 0; d < v.geometry.sizes.size(); ++d)
+        symbolic.push_back(sv.sizes[d] >= 0 || sv.strides[d] >= 0);
+      k += layout ? layout->key()
+                  : "gather" + std::to_string(lowering::row_dims(v.geometry, symbolic, sizes, dynamic));
     }
   }
   for (size_t r = 0; r < plan.result_types.size(); ++r)

@@ -201,7 +201,126 @@ hlo::ScatterDims point_scatter(int index_rank, int operand_rank) {
   return d;
 }
 
+// Gather/scatter of rows: the storage's array with its row dimensions last (a flat storage split
+// as [n / row] + row shape), the coordinates of each row of the view's leading dimensions in its
+// leading dimensions (out of range where `keep` is false), and the dimension numbers.
+struct RowAccess {
+  Value data;
+  Value coords;
+  int lead = 0;  // leading (indexed) dimensions of `data`
+  int rows = 0;  // trailing view dimensions in a row
+};
+
+RowAccess row_access(ir::Builder& b, const StorageValue& storage, const DynamicView& view, int rows) {
+  RowAccess a;
+  a.rows = rows;
+  const size_t rank = view.bounds.size(), lead_view = rank - static_cast<size_t>(rows);
+  const std::vector<int64_t> row_shape(view.geometry.sizes.begin() + static_cast<long>(lead_view),
+                                       view.geometry.sizes.end());
+  const int64_t row = product(row_shape);
+  std::vector<Quantity> lead_sizes;
+  if (!storage.padded()) {
+    std::vector<int64_t> shape = {storage.data.dim(0) / row};
+    shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+    a.data = hlo::reshape(b, storage.data, shape);
+    lead_sizes.push_back(Quantity{{}, storage.sizes[0] / row});
+  } else {
+    a.data = storage.data;
+    for (int k = 0; k + rows < storage.data.rank(); ++k)
+      lead_sizes.push_back(
+          quantity(k < static_cast<int>(storage.dims.size()) ? storage.dims[k] : Value{}, storage.sizes[k]));
+  }
+  a.lead = static_cast<int>(lead_sizes.size());
+  DynamicView lv;
+  lv.geometry.sizes.assign(view.geometry.sizes.begin(),
+                           view.geometry.sizes.begin() + static_cast<long>(lead_view));
+  lv.geometry.strides.assign(view.geometry.strides.begin(),
+                             view.geometry.strides.begin() + static_cast<long>(lead_view));
+  lv.geometry.offset = view.geometry.offset;
+  lv.bounds.assign(view.bounds.begin(), view.bounds.begin() + static_cast<long>(lead_view));
+  for (size_t d = 0; d < lead_view; ++d) {
+    lv.sizes.push_back(d < view.sizes.size() ? view.sizes[d] : Value{});
+    lv.strides.push_back(d < view.strides.size() ? view.strides[d] : Value{});
+  }
+  lv.offset = view.offset;
+  // Element index -> row index -> coordinates in the leading dimensions.
+  Value idx = hlo::div(b, element_index(b, lv), hlo::full_int(b, Type{DType::I64, lv.bounds}, row));
+  std::vector<Quantity> strides(lead_sizes.size(), Quantity{{}, 1});
+  for (size_t k = lead_sizes.size(); k-- > 1;) strides[k - 1] = mul(b, strides[k], lead_sizes[k]);
+  std::vector<int64_t> with_vector = lv.bounds;
+  with_vector.push_back(1);
+  const Value keep = valid_mask(b, lv.bounds, lv.sizes);
+  std::vector<Value> coords;
+  for (size_t k = 0; k < lead_sizes.size(); ++k) {
+    Value s = hlo::broadcast_in_dim(b, strides[k].emit(b), lv.bounds, {});
+    Value n = hlo::broadcast_in_dim(b, lead_sizes[k].emit(b), lv.bounds, {});
+    Value c = hlo::rem(b, hlo::div(b, idx, s), n);
+    c = hlo::select(b, keep, c, hlo::full_int(b, c.type, a.data.dim(static_cast<int>(k))));
+    coords.push_back(hlo::reshape(b, c, with_vector));
+  }
+  a.coords = coords.size() == 1 ? coords[0] : hlo::concatenate(b, coords, static_cast<int64_t>(lead_view));
+  return a;
+}
+
+Value read_rows(ir::Builder& b, const StorageValue& storage, const DynamicView& view, int rows) {
+  RowAccess a = row_access(b, storage, view, rows);
+  const int64_t lead_view = static_cast<int64_t>(view.bounds.size()) - rows;
+  hlo::GatherDims d;
+  for (int k = 0; k < rows; ++k) d.offset_dims.push_back(lead_view + k);
+  for (int k = 0; k < a.lead; ++k) {
+    d.collapsed_slice_dims.push_back(k);
+    d.start_index_map.push_back(k);
+  }
+  d.index_vector_dim = lead_view;
+  d.slice_sizes.assign(a.lead, 1);
+  for (int k = a.lead; k < a.data.rank(); ++k) d.slice_sizes.push_back(a.data.dim(k));
+  return hlo::gather(b, a.data, a.coords, d);
+}
+
+StorageValue write_rows(ir::Builder& b, const StorageValue& storage, const Value& value,
+                        const DynamicView& view, int rows) {
+  RowAccess a = row_access(b, storage, view, rows);
+  const int64_t lead_view = static_cast<int64_t>(view.bounds.size()) - rows;
+  hlo::ScatterDims d;
+  for (int k = 0; k < rows; ++k) d.update_window_dims.push_back(lead_view + k);
+  for (int k = 0; k < a.lead; ++k) {
+    d.inserted_window_dims.push_back(k);
+    d.scatter_dims_to_operand_dims.push_back(k);
+  }
+  d.index_vector_dim = lead_view;
+  StorageValue out = storage;
+  out.data =
+      hlo::reshape(b, hlo::scatter(b, a.data, a.coords, value, d, hlo::kReplace), storage.data.shape());
+  return out;
+}
+
 }  // namespace
+
+int row_dims(const ViewGeometry& view, const std::vector<bool>& varies,
+             const std::vector<int64_t>& storage_sizes, const std::vector<bool>& storage_dynamic) {
+  const int rank = static_cast<int>(view.sizes.size());
+  const bool flat = storage_sizes.size() == 1 && !storage_dynamic[0];
+  int rows = 0, k = static_cast<int>(storage_sizes.size()) - 1;
+  int64_t row = 1;
+  for (int d = rank - 1; d > 0; --d, --k) {
+    const int64_t n = view.sizes[d];
+    if (view.strides[d] != row || n <= 1 || (d < static_cast<int>(varies.size()) && varies[d])) break;
+    if (!flat && (k <= 0 || storage_dynamic[k] || storage_sizes[k] != n)) break;
+    row *= n;
+    ++rows;
+  }
+  if (rows == 0 || row < 2 || (flat && storage_sizes[0] % row != 0) || view.offset % row != 0) return 0;
+  for (int d = 0; d < rank - rows; ++d)
+    if (view.sizes[d] > 1 && view.strides[d] % row != 0) return 0;
+  return rows;
+}
+
+std::vector<bool> DynamicView::varying_dims() const {
+  std::vector<bool> out(bounds.size(), false);
+  for (size_t d = 0; d < out.size(); ++d)
+    out[d] = (d < sizes.size() && sizes[d].valid()) || (d < strides.size() && strides[d].valid());
+  return out;
+}
 
 bool DynamicView::varies() const {
   return any_dynamic(sizes) || offset.valid() ||
@@ -298,6 +417,8 @@ Value read_dynamic(ir::Builder& b, const StorageValue& storage, const DynamicVie
     dynamic.push_back(k < storage.dims.size() && storage.dims[k].valid());
   std::optional<ViewPlan> plan = plan_view(view.geometry, storage.sizes, dynamic);
   if (!plan) {
+    if (const int rows = row_dims(view.geometry, view.varying_dims(), storage.sizes, dynamic))
+      return read_rows(b, storage, view, rows);
     Value idx = element_index(b, view);
     Value coords = storage_coordinates(b, storage, idx, {});
     return hlo::gather(b, storage.data, coords, point_gather(idx.rank(), storage.data.rank()));
@@ -340,6 +461,9 @@ StorageValue write_dynamic(ir::Builder& b, const StorageValue& storage, const Va
                                            [](const ViewPlan::Run& r) { return r.step > 1; });
   const Value keep = valid_mask(b, view.bounds, view.sizes);
   StorageValue out = storage;
+  if (!plan)
+    if (const int rows = row_dims(view.geometry, view.varying_dims(), storage.sizes, dynamic))
+      return write_rows(b, storage, value, view, rows);
   if (!plan || stepped) {
     Value idx = element_index(b, view);
     Value coords = storage_coordinates(b, storage, idx, keep);

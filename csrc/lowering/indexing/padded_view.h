@@ -36,6 +36,7 @@ struct DynamicView {
   std::vector<ir::Value> strides;  // per dimension: runtime stride where it varies
   ir::Value offset;                // runtime offset when it varies
   bool varies() const;
+  std::vector<bool> varying_dims() const;  // per dimension: its size or stride is a runtime value
 };
 
 // How a view lies on a padded storage: the storage's static dimensions are split where the
@@ -57,6 +58,15 @@ struct ViewPlan {
 // Null when the view is not a box of the storage (then it is read with a gather).
 std::optional<ViewPlan> plan_view(const ViewGeometry& view, const std::vector<int64_t>& storage_sizes,
                                   const std::vector<bool>& storage_dynamic);
+
+// For a view that is not a box (plan_view is null): how many of its trailing dimensions lie whole
+// and contiguous on the storage's static trailing dimensions (the hidden size of [B, L, D] read
+// as [B·L, D]) with every stride and the offset of the call a multiple of that row; `varies`:
+// per view dimension, whether its size or stride is a runtime value (never in a row). Those move
+// as rows of a gather or scatter, the others element by element; 0: element by element
+// throughout. Part of the program's key.
+int row_dims(const ViewGeometry& view, const std::vector<bool>& varies,
+             const std::vector<int64_t>& storage_sizes, const std::vector<bool>& storage_dynamic);
 
 // The view's value, of shape view.bounds (padding unspecified).
 ir::Value read_dynamic(ir::Builder& b, const StorageValue& storage, const DynamicView& view);
