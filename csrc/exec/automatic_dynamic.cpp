@@ -331,6 +331,9 @@ bool pad_uploads(const OpCall& call) {
     for (size_t d = host.sizes.size(); d-- > 1;)
       strides[d - 1] = strides[d] * std::max<int64_t>(host.sizes[d], 1);
     PaddedFormPtr form = form_of(host.sizes, strides, symbols);
+    int64_t real = 1;
+    for (int64_t n : host.sizes) real *= n;
+    if (form->capacity() > 16 * real && form->capacity() - real > (int64_t{4} << 20)) continue;
     s->set_buffer(upload_padded(host.data, v.dtype, *form, s->device), v.dtype, form);
     changed = true;
   }

@@ -56,8 +56,8 @@ std::vector<bool> varied_upload_dims(const std::string& site, ir::DType dtype,
 void note_op_dispatched();
 // Pads the flat input storages of `call` that still have their host copy with varied dimensions
 // (a batch uploaded at each step with another length): uploaded again, padded along those
-// dimensions, so the programs reading them are those of their bucket. Returns whether any storage
-// changed (the call's key then changes too).
+// dimensions (unless that pads too much, as too_much_padding), so the programs reading them are
+// those of their bucket. Returns whether any storage changed (the call's key then changes too).
 bool pad_uploads(const OpCall& call);
 // The layout `bound` (or the bucket, when 0) along dimension `dim` of a dense tensor of `sizes`
 // (torch_tpu.dynamism.mark_dynamic), keeping the dynamic dimensions of `current` (may be null).

@@ -231,10 +231,18 @@ CompiledOpPtr find_or_compile(const OpCall& call, std::string& key,
                               const std::function<OutputPlan()>& make_plan, bool compile) {
   counters().ops_dispatched++;
   note_op_dispatched();
+  std::shared_ptr<OutputPlan> plan;
   if (dynamic_shapes_enabled() && reads_fresh_upload(call)) {
     // The first op to read an upload fixes its layout: padded when its sizes have varied at
-    // its line (a batch of another length each step), else flat for good (a weight).
-    if (pad_uploads(call)) key = call.key();
+    // its line (a batch of another length each step) and so have the sizes of the graph
+    // (fused) or the op (strict) reading it, else flat for good (a weight).
+    bool varies = mode() == Mode::Fused;
+    if (!varies) {
+      plan = std::make_shared<OutputPlan>(make_plan());
+      std::string shape_free;
+      varies = !record_shapes(call, *plan, shape_free).empty();
+    }
+    if (varies && pad_uploads(call)) key = call.key();
     for (Storage* s : call.storages) s->host_copy.reset();
   }
   CompiledOpPtr op = cache_hit(key, compile);
@@ -244,7 +252,7 @@ CompiledOpPtr find_or_compile(const OpCall& call, std::string& key,
   if (fresh) {
     op = std::make_shared<CompiledOp>();
     op->op_name = call.op_name;
-    op->plan = make_plan();
+    op->plan = plan ? *plan : make_plan();
     if (dynamic_shapes_enabled() && compile) {
       std::string shape_free;
       const std::vector<bool> varied = record_shapes(call, op->plan, shape_free);
