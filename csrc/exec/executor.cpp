@@ -234,15 +234,11 @@ CompiledOpPtr find_or_compile(const OpCall& call, std::string& key,
   std::shared_ptr<OutputPlan> plan;
   if (dynamic_shapes_enabled() && reads_fresh_upload(call)) {
     // The first op to read an upload fixes its layout: padded when its sizes have varied at
-    // its line (a batch of another length each step) and so have the sizes of the graph
-    // (fused) or the op (strict) reading it, else flat for good (a weight).
-    bool varies = mode() == Mode::Fused;
-    if (!varies) {
-      plan = std::make_shared<OutputPlan>(make_plan());
-      std::string shape_free;
-      varies = !record_shapes(call, *plan, shape_free).empty();
-    }
-    if (varies && pad_uploads(call)) key = call.key();
+    // its line (a batch of another length each step) and so have the sizes of the op reading
+    // it, else flat for good (a weight).
+    plan = std::make_shared<OutputPlan>(make_plan());
+    std::string shape_free;
+    if (!record_shapes(call, *plan, shape_free).empty() && pad_uploads(call)) key = call.key();
     for (Storage* s : call.storages) s->host_copy.reset();
   }
   CompiledOpPtr op = cache_hit(key, compile);
