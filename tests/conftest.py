@@ -30,3 +30,20 @@ def private_disk_cache(tmp_path_factory):
     see. Tests of the disk cache itself point it elsewhere."""
     torch_tpu.cache.enable(tmp_path_factory.mktemp("torch_tpu_cache"))
     yield
+
+
+@pytest.fixture
+def small_buckets():
+    """Buckets 16, 32, 64 (edges at small sizes), from no program compiled and no size recorded,
+    the disk cache off: an exact program compiled earlier for one of a test's sizes would run
+    instead of the bucketed one (docs/dynamic_shapes.md)."""
+    torch_tpu._C._forget_varied_sizes()
+    torch_tpu._C._cache_clear()
+    directory = torch_tpu.cache.directory()
+    torch_tpu.cache.disable()
+    torch_tpu.dynamism.enable()
+    torch_tpu.dynamism.set_buckets(minimum=16)
+    yield
+    torch_tpu.dynamism.set_buckets()
+    if directory:
+        torch_tpu.cache.enable(directory)

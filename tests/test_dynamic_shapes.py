@@ -19,20 +19,8 @@ OTHERS = (5, 9, 16, 32, 33, 47)  # other buckets, bucket edges, and back
 MODES = ("strict", "fused")
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamism():
-    # Each case starts with no program compiled: an exact program another case compiled for one
-    # of its sizes would otherwise run instead of the bucketed one.
-    torch_tpu._C._forget_varied_sizes()
-    torch_tpu._C._cache_clear()
-    directory = torch_tpu.cache.directory()
-    torch_tpu.cache.disable()
-    torch_tpu.dynamism.enable()
-    torch_tpu.dynamism.set_buckets(minimum=16)  # buckets 16, 32, 64: edges at small sizes
-    yield
-    torch_tpu.dynamism.set_buckets()
-    if directory:
-        torch_tpu.cache.enable(directory)
+# Each case starts with no program compiled, in buckets 16, 32 and 64 (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("small_buckets")
 
 
 def to_tpu(t):

@@ -14,18 +14,8 @@ from torch_tpu import metrics
 MODES = ("strict", "fused", "compile")
 
 
-@pytest.fixture(autouse=True)
-def small_buckets():
-    # Buckets 16, 32, 64: a generate of 20 tokens after 6 crosses one edge.
-    torch_tpu._C._forget_varied_sizes()
-    torch_tpu._C._cache_clear()
-    directory = torch_tpu.cache.directory()
-    torch_tpu.cache.disable()
-    torch_tpu.dynamism.set_buckets(minimum=16)
-    yield
-    torch_tpu.dynamism.set_buckets()
-    if directory:
-        torch_tpu.cache.enable(directory)
+# Buckets 16, 32, 64 (tests/conftest.py): a generate of 20 tokens after 6 crosses one edge.
+pytestmark = pytest.mark.usefixtures("small_buckets")
 
 
 def llama_pair(mode):

@@ -253,56 +253,44 @@ def test_graph_breaks_run_each_graph_and_eager_between():
 
 
 @pytest.mark.parametrize("how", ["dynamic=True", "mark_dynamic", "automatic"])
-def test_compiled_sizes_share_one_program_per_bucket(how):
+def test_compiled_sizes_share_one_program_per_bucket(how, small_buckets):
     # Dynamo traces one graph with a symbolic batch size (dynamic=True, mark_dynamic with bounds,
     # or its automatic dynamic after a second size); forward and backward then compile once per
     # bucket (buckets 16, 32, 64 here), and no guard fails on a new size.
     import torch._dynamo.utils
 
-    torch_tpu._C._forget_varied_sizes()
-    torch_tpu._C._cache_clear()
-    directory = torch_tpu.cache.directory()
-    torch_tpu.cache.disable()
-    torch_tpu.dynamism.set_buckets(minimum=16)
-    try:
-        torch.manual_seed(0)
-        cpu = MLP(8, 16, 4)
-        tpu = copy.deepcopy(cpu).to("tpu")
-        compiled = torch.compile(
-            tpu, backend="tpu", dynamic=True if how == "dynamic=True" else None
-        )
+    torch.manual_seed(0)
+    cpu = MLP(8, 16, 4)
+    tpu = copy.deepcopy(cpu).to("tpu")
+    compiled = torch.compile(tpu, backend="tpu", dynamic=True if how == "dynamic=True" else None)
 
-        def step(n):
-            x = torch.randn(n, 8)
-            xt = x.to("tpu")
-            if how == "mark_dynamic":
-                torch._dynamo.mark_dynamic(xt, 0, min=2, max=64)
-            got = compiled(xt)
-            want = cpu(x)
-            torch.testing.assert_close(got.cpu(), want.detach(), atol=1e-5, rtol=1e-5)
-            got.square().sum().backward()
-            want.square().sum().backward()
-            for p, q in zip(tpu.parameters(), cpu.parameters()):
-                torch.testing.assert_close(p.grad.cpu(), q.grad, atol=1e-4, rtol=1e-4)
-                p.grad, q.grad = None, None
+    def step(n):
+        x = torch.randn(n, 8)
+        xt = x.to("tpu")
+        if how == "mark_dynamic":
+            torch._dynamo.mark_dynamic(xt, 0, min=2, max=64)
+        got = compiled(xt)
+        want = cpu(x)
+        torch.testing.assert_close(got.cpu(), want.detach(), atol=1e-5, rtol=1e-5)
+        got.square().sum().backward()
+        want.square().sum().backward()
+        for p, q in zip(tpu.parameters(), cpu.parameters()):
+            torch.testing.assert_close(p.grad.cpu(), q.grad, atol=1e-4, rtol=1e-4)
+            p.grad, q.grad = None, None
 
-        torch._dynamo.utils.counters.clear()
-        for n in (17, 18, 19, 20, 21):
-            step(n)
-        graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-        before = torch_tpu.metrics.counters()
-        for n in (23, 29, 31):
-            step(n)
-        after = torch_tpu.metrics.counters()
-        assert after["compiles"] == before["compiles"]
-        assert after["padded_launches"] > before["padded_launches"]
-        for n in (33, 47, 5):
-            step(n)
-        assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs
-    finally:
-        torch_tpu.dynamism.set_buckets()
-        if directory:
-            torch_tpu.cache.enable(directory)
+    torch._dynamo.utils.counters.clear()
+    for n in (17, 18, 19, 20, 21):
+        step(n)
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    before = torch_tpu.metrics.counters()
+    for n in (23, 29, 31):
+        step(n)
+    after = torch_tpu.metrics.counters()
+    assert after["compiles"] == before["compiles"]
+    assert after["padded_launches"] > before["padded_launches"]
+    for n in (33, 47, 5):
+        step(n)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs
 
 
 def test_warm_process_compiles_nothing(tmp_path):
