@@ -152,32 +152,41 @@ Value element_index(ir::Builder& b, const DynamicView& view) {
   return idx;
 }
 
-// Coordinates in the storage's array of flat element indices `idx`, as gather/scatter index
-// vectors (last dimension). Masked-out positions get `oob` (an out-of-range coordinate).
-Value storage_coordinates(ir::Builder& b, const StorageValue& storage, const Value& idx, const Value& keep) {
-  const int rank = storage.data.rank();
+// Gather/scatter index vectors (last dimension) of the row-major flat indices `idx` over an array
+// of real `sizes` (its leading dimensions, when rows follow); where `keep` is false, the
+// coordinates are `data`'s extents: out of range.
+Value coordinates(ir::Builder& b, const std::vector<Quantity>& sizes, const Value& data, const Value& idx,
+                  const Value& keep) {
+  const int rank = static_cast<int>(sizes.size());
   std::vector<int64_t> with_vector = idx.shape();
   with_vector.push_back(1);
+  std::vector<Quantity> strides(rank, Quantity{{}, 1});
+  for (int k = rank; k-- > 1;) strides[k - 1] = mul(b, strides[k], sizes[k]);
   std::vector<Value> coords;
-  if (!storage.padded()) {
-    coords.push_back(idx);
-  } else {
-    std::vector<Quantity> sizes;
-    for (int k = 0; k < rank; ++k) sizes.push_back(quantity(storage.dims[k], storage.data.dim(k)));
-    std::vector<Quantity> strides(rank, Quantity{{}, 1});
-    for (int k = rank; k-- > 1;) strides[k - 1] = mul(b, strides[k], sizes[k]);
-    for (int k = 0; k < rank; ++k) {
+  for (int k = 0; k < rank; ++k) {
+    Value c = idx;
+    if (rank > 1) {
       Value s = hlo::broadcast_in_dim(b, strides[k].emit(b), idx.shape(), {});
       Value n = hlo::broadcast_in_dim(b, sizes[k].emit(b), idx.shape(), {});
-      coords.push_back(hlo::rem(b, hlo::div(b, idx, s), n));
+      c = hlo::rem(b, hlo::div(b, idx, s), n);
     }
-  }
-  for (int k = 0; k < static_cast<int>(coords.size()); ++k) {
-    if (keep.valid())
-      coords[k] = hlo::select(b, keep, coords[k], hlo::full_int(b, coords[k].type, storage.data.dim(k)));
-    coords[k] = hlo::reshape(b, coords[k], with_vector);
+    if (keep.valid()) c = hlo::select(b, keep, c, hlo::full_int(b, c.type, data.dim(k)));
+    coords.push_back(hlo::reshape(b, c, with_vector));
   }
   return coords.size() == 1 ? coords[0] : hlo::concatenate(b, coords, static_cast<int64_t>(idx.rank()));
+}
+
+// Coordinates in the storage's array of flat element indices `idx` (out of range where `keep`
+// is false).
+Value storage_coordinates(ir::Builder& b, const StorageValue& storage, const Value& idx, const Value& keep) {
+  std::vector<Quantity> sizes;
+  if (!storage.padded()) {
+    sizes.push_back(Quantity{{}, storage.data.dim(0)});
+  } else {
+    for (int k = 0; k < storage.data.rank(); ++k)
+      sizes.push_back(quantity(storage.dims[k], storage.data.dim(k)));
+  }
+  return coordinates(b, sizes, storage.data, idx, keep);
 }
 
 hlo::GatherDims point_gather(int index_rank, int operand_rank) {
@@ -245,20 +254,7 @@ RowAccess row_access(ir::Builder& b, const StorageValue& storage, const DynamicV
   lv.offset = view.offset;
   // Element index -> row index -> coordinates in the leading dimensions.
   Value idx = hlo::div(b, element_index(b, lv), hlo::full_int(b, Type{DType::I64, lv.bounds}, row));
-  std::vector<Quantity> strides(lead_sizes.size(), Quantity{{}, 1});
-  for (size_t k = lead_sizes.size(); k-- > 1;) strides[k - 1] = mul(b, strides[k], lead_sizes[k]);
-  std::vector<int64_t> with_vector = lv.bounds;
-  with_vector.push_back(1);
-  const Value keep = valid_mask(b, lv.bounds, lv.sizes);
-  std::vector<Value> coords;
-  for (size_t k = 0; k < lead_sizes.size(); ++k) {
-    Value s = hlo::broadcast_in_dim(b, strides[k].emit(b), lv.bounds, {});
-    Value n = hlo::broadcast_in_dim(b, lead_sizes[k].emit(b), lv.bounds, {});
-    Value c = hlo::rem(b, hlo::div(b, idx, s), n);
-    c = hlo::select(b, keep, c, hlo::full_int(b, c.type, a.data.dim(static_cast<int>(k))));
-    coords.push_back(hlo::reshape(b, c, with_vector));
-  }
-  a.coords = coords.size() == 1 ? coords[0] : hlo::concatenate(b, coords, static_cast<int64_t>(lead_view));
+  a.coords = coordinates(b, lead_sizes, a.data, idx, valid_mask(b, lv.bounds, lv.sizes));
   return a;
 }
 
