@@ -28,6 +28,9 @@ void put(std::string& k, int64_t v) { append_bytes(k, v); }
 int symbol_or_constant(DynamicSpec& spec, bool varies, int64_t value) {
   return varies ? spec.add(value) : -1;
 }
+int size_symbol_or_constant(DynamicSpec& spec, bool varies, int64_t value) {
+  return varies ? spec.add_size(value) : -1;
+}
 
 // A size may become a symbol unless it is 0 or 1 (as Dynamo specializes them).
 bool sizable(int64_t n) { return n > 1; }
@@ -161,14 +164,15 @@ std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const Output
     std::vector<int> syms;
     if (st->padded && read[s])
       for (size_t d = 0; d < st->padded->sizes.size(); ++d)
-        syms.push_back(symbol_or_constant(*spec, st->padded->dynamic[d], st->padded->sizes[d]));
+        syms.push_back(size_symbol_or_constant(*spec, st->padded->dynamic[d], st->padded->sizes[d]));
     spec->storages.push_back(std::move(syms));
   }
   size_t slot = 0;
   auto next = [&] { return slot < varied.size() && varied[slot++]; };
   for (const TensorView& v : call.views) {
     DynamicSpec::View sv;
-    for (int64_t n : v.geometry.sizes) sv.sizes.push_back(symbol_or_constant(*spec, next() && sizable(n), n));
+    for (int64_t n : v.geometry.sizes)
+      sv.sizes.push_back(size_symbol_or_constant(*spec, next() && sizable(n), n));
     for (int64_t st : v.geometry.strides) sv.strides.push_back(symbol_or_constant(*spec, next(), st));
     sv.offset = symbol_or_constant(*spec, next(), v.geometry.offset);
     spec->views.push_back(std::move(sv));
@@ -189,7 +193,7 @@ std::shared_ptr<const DynamicSpec> dynamic_spec(const OpCall& call, const Output
         syms.push_back(same ? spec->views[v].sizes[vd] : -1);
       }
     } else {
-      for (int64_t n : t.shape) syms.push_back(symbol_or_constant(*spec, next() && sizable(n), n));
+      for (int64_t n : t.shape) syms.push_back(size_symbol_or_constant(*spec, next() && sizable(n), n));
     }
     spec->results.push_back(std::move(syms));
   }
@@ -269,6 +273,13 @@ std::string bucketed_key(const OpCall& call, const OutputPlan& plan) {
     for (size_t d = 0; d < plan.result_types[r].shape.size(); ++d)
       put(k,
           spec.results[r][d] >= 0 ? -bucket(plan.result_types[r].shape[d]) : plan.result_types[r].shape[d]);
+  // Which sizes share a symbol (symbols are numbered in order of first use).
+  for (const std::vector<int>& syms : spec.storages)
+    for (int sym : syms) put(k, sym);
+  for (const DynamicSpec::View& sv : spec.views)
+    for (int sym : sv.sizes) put(k, sym);
+  for (const std::vector<int>& syms : spec.results)
+    for (int sym : syms) put(k, sym);
   const size_t first_new = plan.result_types.size() - plan.new_outputs.size();
   for (size_t o = 0; o < plan.new_outputs.size(); ++o)
     if (PaddedFormPtr f = output_form(plan, spec, o)) {

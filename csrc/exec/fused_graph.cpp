@@ -130,14 +130,15 @@ std::vector<runtime::BufferPtr> launch_program(const CompiledOp& program,
 struct GraphProgram {
   struct NodeCall {
     const OpCall* call = nullptr;
-    OutputPlan plan;       // result types at the bounds for a bucketed node
-    int first_symbol = 0;  // its symbols' place in the graph's symbol input
+    OutputPlan plan;           // result types at the bounds for a bucketed node
+    std::vector<int> symbols;  // per symbol of its call: its place in the graph's symbol input
   };
   std::vector<NodeCall> nodes;
   std::vector<std::unique_ptr<OpCall>> calls;       // bucketed copies of the nodes' calls
   std::vector<std::unique_ptr<Storage>> snapshots;  // their storages
-  std::vector<int64_t> symbols;                     // bucketed: every node's symbols in order
-  std::vector<PaddedFormPtr> live_forms;            // layout of each live value (null: flat)
+  std::vector<int64_t> symbols;                     // bucketed: the nodes' symbols, equal sizes once
+  std::vector<bool> symbol_is_size;
+  std::vector<PaddedFormPtr> live_forms;  // layout of each live value (null: flat)
 };
 
 // The graph's structure: its input buffers and, per node, where each storage comes from.
@@ -224,9 +225,8 @@ CompiledOpPtr compile_graph(const std::vector<Node>& nodes, const GraphInputs& i
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
     const OpCall& call = *gp.nodes[n].call;
-    const size_t num_symbols = call.dynamic ? call.dynamic->values.size() : 0;
-    const std::vector<ir::Value> own(symbols.begin() + gp.nodes[n].first_symbol,
-                                     symbols.begin() + gp.nodes[n].first_symbol + num_symbols);
+    std::vector<ir::Value> own;
+    for (int i : gp.nodes[n].symbols) own.push_back(symbols[i]);
     std::map<int, lowering::StorageValue> current;
     std::vector<bool> needed = storages_read(call);
     for (size_t s = 0; s < node.sources.size(); ++s) {
@@ -359,16 +359,29 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, const GraphInputs& 
     call->dynamic = dynamic_spec(*call, node.op->plan, own);
     GraphProgram::NodeCall nc;
     nc.call = call.get();
-    nc.first_symbol = static_cast<int>(gp.symbols.size());
     int out = 0;
     if (call->dynamic) {
-      gp.symbols.insert(gp.symbols.end(), call->dynamic->values.begin(), call->dynamic->values.end());
+      // Equal sizes share one symbol across the graph too (DynamicSpec::add_size): a node then
+      // sees the sizes of the values earlier nodes produced as its own.
+      const DynamicSpec& spec = *call->dynamic;
+      for (size_t i = 0; i < spec.values.size(); ++i) {
+        int g = -1;
+        for (size_t j = 0; j < gp.symbols.size() && spec.is_size[i] && g < 0; ++j)
+          if (gp.symbol_is_size[j] && gp.symbols[j] == spec.values[i]) g = static_cast<int>(j);
+        if (g < 0) {
+          g = static_cast<int>(gp.symbols.size());
+          gp.symbols.push_back(spec.values[i]);
+          gp.symbol_is_size.push_back(spec.is_size[i]);
+        }
+        nc.symbols.push_back(g);
+      }
       nc.plan = bucketed_plan(node.op->plan, *call->dynamic, /*bound_new_outputs=*/false);
       for (int s : unique_written_storages(*call))
         produced[{static_cast<int>(n), out++}] = written_form(*call, call->dynamic.get(), s);
       for (size_t k = 0; k < nc.plan.new_outputs.size(); ++k)
         produced[{static_cast<int>(n), out++}] = output_form(node.op->plan, *call->dynamic, k);
       node_keys.push_back(bucketed_key(*call, node.op->plan));
+      for (int g : nc.symbols) append_bytes(node_keys.back(), g);
     } else {
       nc.plan = node.op->plan;
       node_keys.push_back(call->key());
@@ -478,7 +491,7 @@ void run_graph(Graph& g) {
       }
     } else {
       gp = GraphProgram();
-      for (const Node& node : nodes) gp.nodes.push_back({&node.call, node.op->plan, 0});
+      for (const Node& node : nodes) gp.nodes.push_back({&node.call, node.op->plan, {}});
       alias_bytes.clear();
       aliases = donation_pairs(in, {}, alias_bytes);
       std::vector<const OpCall*> calls;

@@ -54,9 +54,21 @@ struct DynamicSpec {
   std::vector<View> views;                 // per view
   std::vector<std::vector<int>> storages;  // per storage: per padded dimension (empty when flat)
   std::vector<std::vector<int>> results;   // per plan result type: per dimension
+  std::vector<bool> is_size;               // per symbol: a size (shared by equal sizes)
   int add(int64_t value) {
     values.push_back(value);
+    is_size.push_back(false);
     return static_cast<int>(values.size()) - 1;
+  }
+  // Equal sizes share one symbol, as Dynamo's duck sizing: a view spanning a whole dynamic
+  // dimension then reads that dimension's own size, and masks of one length are computed once.
+  // Keys carry which sizes share (bucketed_key), so a coincidence compiles its own program.
+  int add_size(int64_t value) {
+    for (size_t i = 0; i < values.size(); ++i)
+      if (is_size[i] && values[i] == value) return static_cast<int>(i);
+    const int i = add(value);
+    is_size[i] = true;
+    return i;
   }
 };
 

@@ -95,14 +95,24 @@ std::vector<int64_t> box_lengths(const ViewPlan& plan, const DynamicView& view) 
   return lengths;
 }
 
-// `r.data` padded at the end of each dimension where the box may run past the bounds, so that a
-// dynamic slice never clamps its start.
-Value padded_for_box(ir::Builder& b, const Refined& r, const std::vector<int64_t>& lengths) {
+// `r.data` padded at the end of each dimension where the box may run past the bounds in some
+// call the program serves, so that a dynamic slice never clamps its start. A box at the view's
+// real lengths lies inside the storage; only a length at a bucket (a runtime view size) may run
+// past, unless the view spans that whole dynamic dimension: then it starts at 0.
+Value padded_for_box(ir::Builder& b, Refined& r, const ViewPlan& plan, const DynamicView& view,
+                     const StorageValue& storage, const std::vector<int64_t>& lengths) {
   std::vector<int64_t> high(lengths.size(), 0);
   bool any = false;
-  for (size_t k = 0; k < lengths.size(); ++k) {
-    const bool fits = r.starts[k].is_known() && r.starts[k].known + lengths[k] <= r.bounds[k];
-    if (!fits) {
+  for (size_t j = 0; j < plan.runs.size(); ++j) {
+    const ViewPlan::Run& run = plan.runs[j];
+    const int k = run.first;
+    if (k < 0 || j >= view.sizes.size() || !view.sizes[j].valid()) continue;
+    const size_t s = static_cast<size_t>(plan.from[k]);
+    const bool whole = run.first == run.last && run.step == 1 && plan.dynamic[k] && s < storage.dims.size() &&
+                       storage.dims[s].id == view.sizes[j].id;
+    if (whole) {
+      r.starts[k] = Quantity{{}, 0};
+    } else if (!(r.starts[k].is_known() && r.starts[k].known + lengths[k] <= r.bounds[k])) {
       high[k] = lengths[k];
       any = true;
     }
@@ -421,7 +431,8 @@ Value read_dynamic(ir::Builder& b, const StorageValue& storage, const DynamicVie
   }
   Refined r = refine(b, storage, *plan, view);
   const std::vector<int64_t> lengths = box_lengths(*plan, view);
-  Value slab = hlo::dynamic_slice(b, padded_for_box(b, r, lengths), emitted(b, r.starts), lengths);
+  Value base = padded_for_box(b, r, *plan, view, storage, lengths);
+  Value slab = hlo::dynamic_slice(b, base, emitted(b, r.starts), lengths);
   // Steps, then one dimension per run (in storage order), then the view's order and shape.
   const std::vector<int> order = runs_in_storage_order(*plan);
   std::vector<int64_t> merged;
@@ -469,7 +480,7 @@ StorageValue write_dynamic(ir::Builder& b, const StorageValue& storage, const Va
   }
   Refined r = refine(b, storage, *plan, view);
   const std::vector<int64_t> lengths = box_lengths(*plan, view);
-  Value base = padded_for_box(b, r, lengths);
+  Value base = padded_for_box(b, r, *plan, view, storage, lengths);
   const std::vector<Value> starts = emitted(b, r.starts);
   Value old = hlo::dynamic_slice(b, base, starts, lengths);
   // The view's value and mask laid out as the slab: runs in storage order, each split back into
