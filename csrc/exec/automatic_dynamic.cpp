@@ -303,7 +303,7 @@ PaddedFormPtr written_form(const OpCall& call, const DynamicSpec* spec, int stor
   for (int v : call.written_views) {
     const TensorView& view = call.views[v];
     if (view.storage != storage) continue;
-    if (lowering::covers_storage(view.geometry, storage_numel(call, storage)))
+    if (lowering::covers_storage_densely(view.geometry, storage_numel(call, storage)))
       return form_of(view.geometry.sizes, view.geometry.strides, spec->views[v].sizes);
   }
   return call.storages[storage]->padded;

@@ -203,12 +203,17 @@ namespace {
 // strides and offsets have varied. An op's first four shapes compile exactly: one line serves
 // several modules of a model (the blocks of each stage of a CNN, at their own widths), whose
 // sizes differ in every step of a fixed-shape loop and should never be padded. An op reading a
-// padded value follows its producer's dynamism at its second shape.
+// padded value follows its producer's dynamism at its second shape, and so does one reading an
+// upload whose sizes varied at its line (a batch of another length each step): the graph
+// reading it is bucketed from its second shape on, and each size would compile it again while
+// the upload stayed flat.
 std::vector<bool> record_shapes(const OpCall& call, const OutputPlan& plan, std::string& shape_free) {
   shape_free = call.shape_free_key() + current_source_location() + size_pattern(call, plan);
-  const bool reads_padded =
-      std::any_of(call.storages.begin(), call.storages.end(), [](const Storage* s) { return s->padded; });
-  return varied_slots(shape_free, shape_slots(call, plan), reads_padded ? 1 : 4);
+  const bool follows = std::any_of(call.storages.begin(), call.storages.end(), [](const Storage* s) {
+    return s->padded || (s->host_copy && std::find(s->host_copy->varied.begin(), s->host_copy->varied.end(),
+                                                   true) != s->host_copy->varied.end());
+  });
+  return varied_slots(shape_free, shape_slots(call, plan), follows ? 1 : 4);
 }
 
 bool reads_fresh_upload(const OpCall& call) {

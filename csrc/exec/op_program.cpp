@@ -40,7 +40,7 @@ std::vector<bool> storages_read(const OpCall& call) {
   }
   for (int v : call.written_views) {
     const TensorView& view = call.views[v];
-    if (!lowering::covers_storage(view.geometry, call.storages[view.storage]->numel_as(view.dtype)))
+    if (!lowering::covers_storage_densely(view.geometry, call.storages[view.storage]->numel_as(view.dtype)))
       needed[view.storage] = true;
   }
   return needed;
@@ -236,7 +236,7 @@ EmittedOp emit_op(ir::Builder& b, const OpCall& call, const OutputPlan& plan,
     ir::Value value = hlo::convert(b, results[k], view.dtype);
     value = hlo::broadcast_to(b, value, dv.bounds);
     const int64_t numel = call.storages[s]->numel_as(view.dtype);
-    if (lowering::covers_storage(view.geometry, numel)) {
+    if (lowering::covers_storage_densely(view.geometry, numel)) {
       current[s] = lowering::result_storage(b, value, dv.sizes, view.geometry.sizes, view.geometry.strides);
     } else {
       StorageValue& cur = as_view_dtype(view);

@@ -118,6 +118,11 @@ bool covers_storage(const ViewGeometry& v, int64_t storage_numel) {
   return v.offset == 0 && numel_of(v.sizes) == storage_numel && is_contiguous(v);
 }
 
+bool covers_storage_densely(const ViewGeometry& v, int64_t storage_numel) {
+  return covers_storage(v, storage_numel) || (v.offset == 0 && numel_of(v.sizes) == storage_numel &&
+                                              !dense_permutation(v.sizes, v.strides).empty());
+}
+
 Value read_view(ir::Builder& b, const Value& storage, const ViewGeometry& v) {
   DType dtype = storage.dtype();
   int64_t n = numel_of(v.sizes);

@@ -18,6 +18,9 @@ struct ViewGeometry {
 bool is_contiguous(const ViewGeometry& v);
 // True when the view is the whole storage, contiguous: reading is a reshape, writing replaces.
 bool covers_storage(const ViewGeometry& v, int64_t storage_numel);
+// As covers_storage, in any dense order (a transposed clone's result): written whole, the
+// storage is laid out afresh in that order.
+bool covers_storage_densely(const ViewGeometry& v, int64_t storage_numel);
 
 ir::Value read_view(ir::Builder& b, const ir::Value& storage, const ViewGeometry& view);
 // Returns the new storage with `value` (already of the storage dtype and the view's shape)
