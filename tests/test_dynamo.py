@@ -317,7 +317,9 @@ def test_warm_process_compiles_nothing(tmp_path):
 def test_recompile_log_explains_a_new_batch_size(capfd):
     # With static shapes, a new batch size makes Dynamo trace a new graph; its XLA program has
     # the structure of the first one, and the log says which input changed. The sizes are used
-    # by no other test, so the process's compile cache cannot already hold either program.
+    # by no other test, so the process's compile cache cannot already hold either program; the
+    # sizes other tests ran this graph structure at are forgotten, so the first batch is exact.
+    torch_tpu._C._forget_varied_sizes()
     compiled = torch.compile(MLP(13, 29, 3).to("tpu"), backend="tpu", dynamic=False)
     torch_tpu._C._set_log_recompiles(True)
     try:

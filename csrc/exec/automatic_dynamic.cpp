@@ -324,27 +324,30 @@ std::vector<bool> varied_upload_dims(const std::string& site, ir::DType dtype,
 
 void note_op_dispatched() { g_uploads_since_op = 0; }
 
+PaddedFormPtr varied_form(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                          const std::vector<bool>& varied) {
+  std::vector<int> symbols(sizes.size(), -1);
+  for (size_t d = 0; d < sizes.size() && d < varied.size(); ++d)
+    if (varied[d] && sizable(sizes[d])) symbols[d] = 0;
+  PaddedFormPtr form = form_of(sizes, strides, symbols);
+  if (!form) return nullptr;
+  int64_t real = 1;
+  for (int64_t n : sizes) real *= n;
+  if (form->capacity() > 16 * real && form->capacity() - real > (int64_t{4} << 20)) return nullptr;
+  return form;
+}
+
 bool pad_uploads(const OpCall& call) {
   bool changed = false;
   for (const TensorView& v : call.views) {
     Storage* s = call.storages[v.storage];
     if (s->padded || !s->host_copy || s->dtype != v.dtype || !s->host_copy->unchanged()) continue;
     const HostCopy& host = *s->host_copy;
-    std::vector<int> symbols(host.sizes.size(), -1);
-    bool any = false;
-    for (size_t d = 0; d < host.sizes.size(); ++d)
-      if (host.varied[d] && sizable(host.sizes[d])) {
-        symbols[d] = 0;
-        any = true;
-      }
-    if (!any) continue;
     std::vector<int64_t> strides(host.sizes.size(), 1);
     for (size_t d = host.sizes.size(); d-- > 1;)
       strides[d - 1] = strides[d] * std::max<int64_t>(host.sizes[d], 1);
-    PaddedFormPtr form = form_of(host.sizes, strides, symbols);
-    int64_t real = 1;
-    for (int64_t n : host.sizes) real *= n;
-    if (form->capacity() > 16 * real && form->capacity() - real > (int64_t{4} << 20)) continue;
+    PaddedFormPtr form = varied_form(host.sizes, strides, host.varied);
+    if (!form) continue;
     s->set_buffer(upload_padded(host.data, v.dtype, *form, s->device), v.dtype, form);
     changed = true;
   }

@@ -59,6 +59,10 @@ void note_op_dispatched();
 // dimensions (unless that pads too much, as too_much_padding), so the programs reading them are
 // those of their bucket. Returns whether any storage changed (the call's key then changes too).
 bool pad_uploads(const OpCall& call);
+// The padded layout of a dense tensor of `sizes`/`strides` along its `varied` dimensions (those
+// of at least 2), or null when none is, or when that pads too much (as too_much_padding).
+PaddedFormPtr varied_form(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                          const std::vector<bool>& varied);
 // The layout `bound` (or the bucket, when 0) along dimension `dim` of a dense tensor of `sizes`
 // (torch_tpu.dynamism.mark_dynamic), keeping the dynamic dimensions of `current` (may be null).
 PaddedFormPtr marked_form(const PaddedForm* current, const std::vector<int64_t>& sizes, int64_t dim,

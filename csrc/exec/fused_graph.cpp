@@ -21,6 +21,7 @@
 #include "exec/source_location.h"
 #include "exec/timeline.h"
 #include "lowering/core/hlo.h"
+#include "lowering/indexing/storage_view.h"
 
 namespace tpu::exec {
 
@@ -150,6 +151,7 @@ struct GraphInputs {
   std::unordered_map<const runtime::Buffer*, long> graph_holds;  // references held by nodes
   std::vector<std::shared_ptr<PendingValue>> live;               // program outputs in order
   std::vector<std::pair<int, int>> live_at;                      // (node, output) of each
+  bool relaid = false;  // some params were laid out afresh for this run (relayout_varied_inputs)
 };
 
 // Key bytes of where each of a node's storages comes from and which of its outputs are live.
@@ -313,10 +315,47 @@ std::string persistent_graph_key(const char* kind, const std::vector<const OpCal
   return pkey + alias_bytes;
 }
 
+// A flat input whose sizes varied (what a loop carries out of its exact first step: a KV cache,
+// the tokens so far) is laid out for its bucket through the host before the graph is compiled for
+// buckets; taken flat, at its exact size, it would cost one more program, compiled again when the
+// next step passes the padded value. Only values of at most 64 MiB: the copy waits for them.
+// `slot_at`: each node's first slot in `varied` (shape_slots order).
+void relayout_varied_inputs(const std::vector<Node>& nodes, GraphInputs& in, const std::vector<bool>& varied,
+                            const std::vector<size_t>& slot_at) {
+  std::vector<bool> done(in.params.size(), false);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const OpCall& call = nodes[n].call;
+    size_t slot = slot_at[n];
+    for (const TensorView& view : call.views) {
+      const size_t rank = view.geometry.sizes.size();
+      const std::vector<bool> sizes_varied(varied.begin() + static_cast<long>(slot),
+                                           varied.begin() + static_cast<long>(slot + rank));
+      slot += 2 * rank + 1;
+      const int p = in.source_param[n][view.storage];
+      const Storage& snap = *nodes[n].snapshots[view.storage];
+      if (p < 0 || done[p] || in.param_forms[p] || snap.dtype != view.dtype ||
+          !lowering::covers_storage_densely(view.geometry, snap.numel_as(view.dtype)))
+        continue;
+      PaddedFormPtr form = varied_form(view.geometry.sizes, view.geometry.strides, sizes_varied);
+      const int itemsize = ir::itemsize(view.dtype);
+      if (!form || form->capacity() * itemsize > (int64_t{64} << 20)) continue;
+      std::vector<uint8_t> host(static_cast<size_t>(snap.numel_as(view.dtype) * itemsize));
+      download_elements(*in.params[p], nullptr, itemsize, host.data(), host.size());
+      in.params[p] = upload_padded(host.data(), view.dtype, *form, snap.device);
+      in.param_forms[p] = form;
+      for (size_t m = 0; m < nodes.size(); ++m)
+        for (size_t t = 0; t < nodes[m].snapshots.size(); ++t)
+          if (in.source_param[m][t] == p) nodes[m].snapshots[t]->padded = form;
+      done[p] = true;
+      in.relaid = true;
+    }
+  }
+}
+
 // The graph compiled for the buckets of its varying sizes (docs/dynamic_shapes.md), or null when
 // nothing in it varies or it cannot run padded. Sets `gp` (how it emits its nodes) and the
 // aliases of the program it returns.
-CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, const GraphInputs& in,
+CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
                              const std::vector<std::string>& structure, GraphProgram& gp,
                              std::vector<std::pair<int, int>>& aliases) {
   std::string free_key = "fused";
@@ -337,6 +376,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, const GraphInputs& 
   std::vector<bool> varied = varied_slots(free_key, slots);
   if (varied.empty() && !padded_input) return nullptr;
   varied.resize(slots.size(), false);
+  relayout_varied_inputs(nodes, in, varied, slot_at);
   std::map<std::pair<int, int>, PaddedFormPtr> produced;  // (node, output) -> layout
   std::vector<std::string> node_keys;
   std::vector<const OpCall*> calls;
@@ -504,7 +544,7 @@ void run_graph(Graph& g) {
       program = compile_graph(nodes, in, gp, aliases, pkey, key);
     }
     program->graph_aliases = aliases;
-    op_cache().insert(key, program);
+    if (!in.relaid) op_cache().insert(key, program);
   }
   program->uses++;
   if (program->dynamic) note_padded_launch(*program);
