@@ -376,7 +376,21 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
   std::vector<bool> varied = varied_slots(free_key, slots);
   if (varied.empty() && !padded_input) return nullptr;
   varied.resize(slots.size(), false);
+  // Inputs laid out afresh serve the bucketed program only: a graph that stays exact takes them
+  // as they were (its program, keyed by their layout at record time, may be stored on disk).
+  const std::vector<runtime::BufferPtr> params_before = in.params;
+  const std::vector<PaddedFormPtr> forms_before = in.param_forms;
   relayout_varied_inputs(nodes, in, varied, slot_at);
+  auto stay_exact = [&]() -> CompiledOpPtr {
+    if (!in.relaid) return nullptr;
+    for (size_t n = 0; n < nodes.size(); ++n)
+      for (size_t s = 0; s < nodes[n].snapshots.size(); ++s)
+        if (const int p = in.source_param[n][s]; p >= 0) nodes[n].snapshots[s]->padded = forms_before[p];
+    in.params = params_before;
+    in.param_forms = forms_before;
+    in.relaid = false;
+    return nullptr;
+  };
   std::map<std::pair<int, int>, PaddedFormPtr> produced;  // (node, output) -> layout
   std::vector<std::string> node_keys;
   std::vector<const OpCall*> calls;
@@ -430,7 +444,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
     gp.nodes.push_back(std::move(nc));
     gp.calls.push_back(std::move(call));
   }
-  if (gp.symbols.empty()) return nullptr;
+  if (gp.symbols.empty()) return stay_exact();
   for (const auto& [n, k] : in.live_at) {
     auto it = produced.find({n, k});
     gp.live_forms.push_back(it == produced.end() ? nullptr : it->second);
@@ -453,7 +467,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
   } catch (const std::exception& e) {  // as for a single op (executor.cpp: bucketed_entry)
     mark_not_paddable(free_key);
     note_not_paddable("a fused graph of " + std::to_string(nodes.size()) + " ops", e.what());
-    return nullptr;
+    return stay_exact();
   }
 }
 
