@@ -197,6 +197,20 @@ def test_upload_whose_source_was_written_after(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_upload_whose_source_a_cpu_kernel_wrote_uncounted(mode):
+    # CPU batch norm updates its running statistics in place without counting a version: a
+    # padded upload must hold the values of the `.to` call all the same.
+    with torch_tpu.eager_mode(mode):
+        for n in WARM + SAME_BUCKET:
+            running_mean = torch.randn(n)
+            uploaded = running_mean.clone()
+            t = running_mean.to("tpu")
+            F.batch_norm(torch.randn(4, n), running_mean, torch.ones(n), training=True)
+            assert not torch.equal(running_mean, uploaded)
+            assert_same(t * 2, uploaded * 2, 0, 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_uploads_under_inference_mode(mode):
     with torch_tpu.eager_mode(mode), torch.inference_mode():
         for n in WARM + SAME_BUCKET:

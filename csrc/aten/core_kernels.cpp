@@ -182,12 +182,21 @@ at::Tensor& copy_complex_half(at::Tensor& dst, const at::Tensor& src, bool non_b
 // The host tensor an upload came from, for padding the storage later if its sizes vary
 // (exec/automatic_dynamic.h: pad_uploads); valid while `source` is not written. `host` may alias
 // `source` through views made below autograd, which count versions of their own: the user's
-// writes are seen on `source`'s counter.
+// writes are seen on `source`'s counter. An upload whose sizes varied at its line, the one that
+// may be padded, keeps a copy of its own: CPU kernels write some tensors without counting a
+// version (batch norm's running statistics).
 std::shared_ptr<const exec::HostCopy> host_copy_of(const at::Tensor& host, const at::Tensor& source) {
   auto copy = std::make_shared<exec::HostCopy>();
   copy->sizes = host.sizes().vec();
   copy->varied =
       exec::varied_upload_dims(exec::current_source_location(), to_ir(host.scalar_type()), copy->sizes);
+  if (std::find(copy->varied.begin(), copy->varied.end(), true) != copy->varied.end()) {
+    auto own = std::make_shared<at::Tensor>(host.clone(at::MemoryFormat::Contiguous));
+    copy->data = own->const_data_ptr();
+    copy->unchanged = [] { return true; };
+    copy->owner = std::move(own);
+    return copy;
+  }
   auto owner = std::make_shared<std::pair<at::Tensor, at::Tensor>>(host, source);
   copy->data = host.const_data_ptr();
   copy->unchanged = [t = owner.get(), version = source._version()] {

@@ -138,8 +138,7 @@ struct GraphProgram {
   std::vector<std::unique_ptr<OpCall>> calls;       // bucketed copies of the nodes' calls
   std::vector<std::unique_ptr<Storage>> snapshots;  // their storages
   std::vector<int64_t> symbols;                     // bucketed: the nodes' symbols, equal sizes once
-  std::vector<bool> symbol_is_size;
-  std::vector<PaddedFormPtr> live_forms;  // layout of each live value (null: flat)
+  std::vector<PaddedFormPtr> live_forms;            // layout of each live value (null: flat)
 };
 
 // The graph's structure: its input buffers and, per node, where each storage comes from.
@@ -392,6 +391,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
     return nullptr;
   };
   std::map<std::pair<int, int>, PaddedFormPtr> produced;  // (node, output) -> layout
+  std::unordered_map<int64_t, int> size_symbols;          // size -> its symbol in the graph
   std::vector<std::string> node_keys;
   std::vector<const OpCall*> calls;
   for (size_t n = 0; n < nodes.size(); ++n) {
@@ -419,14 +419,9 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
       // sees the sizes of the values earlier nodes produced as its own.
       const DynamicSpec& spec = *call->dynamic;
       for (size_t i = 0; i < spec.values.size(); ++i) {
-        int g = -1;
-        for (size_t j = 0; j < gp.symbols.size() && spec.is_size[i] && g < 0; ++j)
-          if (gp.symbol_is_size[j] && gp.symbols[j] == spec.values[i]) g = static_cast<int>(j);
-        if (g < 0) {
-          g = static_cast<int>(gp.symbols.size());
-          gp.symbols.push_back(spec.values[i]);
-          gp.symbol_is_size.push_back(spec.is_size[i]);
-        }
+        const int fresh = static_cast<int>(gp.symbols.size());
+        const int g = spec.is_size[i] ? size_symbols.try_emplace(spec.values[i], fresh).first->second : fresh;
+        if (g == fresh) gp.symbols.push_back(spec.values[i]);
         nc.symbols.push_back(g);
       }
       nc.plan = bucketed_plan(node.op->plan, *call->dynamic, /*bound_new_outputs=*/false);
