@@ -72,6 +72,33 @@ def test_compiled_function_of_several_dtypes_equals_cpu():
             torch.testing.assert_close(g.cpu(), e)
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_compiled_dtype_casts_equal_cpu_values_strides_and_gradients(dynamic):
+    # AOTAutograd writes the casts as prims.convert_element_type; the backend runs them as
+    # aten._to_copy, which must keep their values, dtypes and (for dense inputs) strides.
+    def f(a, b):
+        h = a.float() * 2 + b.to(torch.bfloat16).to(torch.float32)
+        return h.to(torch.bfloat16), h.t().to(torch.float64)
+
+    compiled = torch.compile(f, backend="tpu", dynamic=dynamic)
+    for rows in (5, 9):
+        base = torch.randn(7, rows * 2, dtype=torch.bfloat16)
+        a = base[:, ::2].t()  # non-contiguous
+        b = torch.randn(rows, 7, dtype=torch.float32)
+        at = base.to("tpu")[:, ::2].t().requires_grad_()
+        bt = b.to("tpu").requires_grad_()
+        a.requires_grad_(), b.requires_grad_()
+        got, want = compiled(at, bt), f(a, b)
+        for g, e in zip(got, want):
+            assert g.dtype == e.dtype and g.shape == e.shape and g.stride() == e.stride()
+            torch.testing.assert_close(g.cpu(), e)
+        (got[0].float().sum() + got[1].pow(2).sum()).backward()
+        (want[0].float().sum() + want[1].pow(2).sum()).backward()
+        for g, e in ((at.grad, a.grad), (bt.grad, b.grad)):
+            assert g.dtype == e.dtype
+            torch.testing.assert_close(g.cpu(), e)
+
+
 def train_gpt(device, steps, compile_model, compile_step, capturable=False):
     torch.manual_seed(0)
     model = GPT(layers=2, width=64).to(device)

@@ -142,9 +142,30 @@ def _index_user_lines(gm):
 _TENSOR = object()  # a tensor slot in a captured graph's output template
 
 
+def _convert_element_type_as_to_copy(gm):
+    """AOTAutograd writes dtype casts as prims.convert_element_type, whose kernel is Python (its
+    meta function, an empty tensor and a copy: 70 us a call against a few for an ATen op); a
+    graph recorded on every call (its sizes vary) pays that per cast. aten._to_copy is the same
+    cast (strides kept for dense inputs) with our kernel."""
+    changed = False
+    for node in gm.graph.nodes:
+        if (
+            node.op == "call_function"
+            and node.target is torch.ops.prims.convert_element_type.default
+        ):
+            source, dtype = node.args
+            node.target = torch.ops.aten._to_copy.default
+            node.args, node.kwargs = (source,), {"dtype": dtype}
+            changed = True
+    if changed:
+        gm.recompile()
+    return gm
+
+
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs):
     # Symbolic sizes arrive as ints on every call: the recorded graph runs at the call's sizes,
     # in the program of their bucket once they have varied (docs/dynamic_shapes.md).
+    gm = _convert_element_type_as_to_copy(gm)
     if any(_is_collective(n) for n in gm.graph.nodes):
         gm = _split_at_collectives(gm)
         return make_boxed_func(gm)
