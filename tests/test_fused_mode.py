@@ -123,6 +123,32 @@ def test_recompile_log_names_the_changed_input(capfd):
     assert "[3, 7]" in err and "[5, 7]" in err
 
 
+def test_state_initialisation_loop_is_one_graph_not_one_per_tensor():
+    # As a capturable optimizer creates its state: the loop's first op repeats every iteration
+    # but reads nothing, so it does not mark the sequence as repeating (one graph, one program),
+    # and the state is not padded as if one tensor's sizes had varied.
+    shapes = [(7, 3), (5,), (4, 6), (9,), (2, 2, 2)]
+    with torch_tpu.eager_mode("fused"):
+        params = [torch.randn(s).to("tpu") for s in shapes]
+        torch_tpu.sync()
+        before = torch_tpu.metrics.counters()["compiles"]
+        states = [
+            (torch.zeros((), device="tpu"), torch.zeros_like(p), torch.full_like(p, 2.0))
+            for p in params
+        ]
+        torch_tpu.sync()
+        assert torch_tpu.metrics.counters()["compiles"] - before <= 1
+    for shape, (step, a, b) in zip(shapes, states):
+        for got, want in (
+            (step, torch.zeros(())),
+            (a, torch.zeros(shape)),
+            (b, torch.full(shape, 2.0)),
+        ):
+            assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
+            assert torch.equal(got.cpu(), want)
+        assert torch_tpu.dynamism.get_dynamism_info(a) == []
+
+
 def test_graph_size_limit_cuts_graphs():
     with torch_tpu.eager_mode("fused"):
         torch_tpu._C._set_max_graph_nodes(4)

@@ -47,7 +47,8 @@ struct Graph {
   uint64_t id = 1;
   int device = 0;
   std::vector<Node> nodes;
-  std::string first_key;  // key of the first node: seeing it again means the sequence repeats
+  std::string first_key;  // key of the first node that reads a value: seeing it again means
+                          // the sequence repeats
 };
 
 std::recursive_mutex g_mutex;
@@ -593,9 +594,14 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
   if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
                                  (key == g_graph.first_key && !g_capture.active)))
     run_graph(g_graph);
-  if (g_graph.nodes.empty()) {
-    g_graph.device = call.device;
-    g_graph.first_key = key;
+  if (g_graph.nodes.empty()) g_graph.device = call.device;
+  // The sequence repeats when its first op that reads a value comes again. Ops that read nothing
+  // (fills of fresh tensors) are left out: a loop initialising per-parameter state repeats its
+  // fills with other sizes, and cut there it became one small graph per parameter, each of its
+  // sizes another program.
+  if (g_graph.first_key.empty()) {
+    std::vector<bool> read = storages_read(call);
+    if (std::find(read.begin(), read.end(), true) != read.end()) g_graph.first_key = key;
   }
   const int node_index = static_cast<int>(g_graph.nodes.size());
   Node node;
