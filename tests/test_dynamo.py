@@ -359,6 +359,25 @@ def test_recompile_log_explains_a_new_batch_size(capfd):
     assert "recompiling" in err and "[7, 13]" in err and "[11, 13]" in err, err
 
 
+def test_recompile_log_says_once_why_a_graph_is_recorded_on_every_call(capfd):
+    # A graph whose sizes vary runs padded and is recorded on every call; a loop over sizes (a
+    # decode loop) gets the reason once, not once per call. The results still equal CPU.
+    def f(x):
+        return (x * 2).softmax(-1)
+
+    compiled = torch.compile(f, backend="tpu", dynamic=True)
+    torch_tpu._C._set_log_recompiles(True)
+    try:
+        for n in (21, 22, 23, 24, 25):
+            x = torch.randn(3, n)
+            got = compiled(x.to("tpu"))
+            torch.testing.assert_close(got.cpu(), f(x))
+    finally:
+        torch_tpu._C._set_log_recompiles(False)
+    err = capfd.readouterr().err
+    assert err.count("is recorded again on every call: it ran padded") == 1, err
+
+
 def test_other_devices_keep_their_default_backend():
     # With torch_tpu imported, the default backend (inductor) still compiles CPU code.
     def f(x):

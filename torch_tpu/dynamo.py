@@ -223,6 +223,7 @@ def _replayable(gm):
     # the captured program directly.
     replayable = _C._ReplayableGraph()
     captured = None  # (non-tensor inputs, output template) of the capture
+    reported = set()  # reasons already logged: a decode loop would repeat one every call
 
     def run(*args):
         nonlocal captured
@@ -250,7 +251,8 @@ def _replayable(gm):
                     others,
                     [_TENSOR if isinstance(o, torch.Tensor) else o for o in results],
                 )
-            elif _C._log_recompiles():
+            elif _C._log_recompiles() and why not in reported:
+                reported.add(why)
                 print(
                     f"torch_tpu: compiled graph {name} is recorded again on every call: {why}",
                     file=sys.stderr,
