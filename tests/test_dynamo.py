@@ -360,8 +360,8 @@ def test_recompile_log_explains_a_new_batch_size(capfd):
 
 
 def test_recompile_log_says_once_why_a_graph_is_recorded_on_every_call(capfd):
-    # A graph whose sizes vary runs padded and is recorded on every call; a loop over sizes (a
-    # decode loop) gets the reason once, not once per call. The results still equal CPU.
+    # A graph whose sizes vary is recorded on every call; a loop over sizes (a decode loop) gets
+    # the reason once, not once per call. The results still equal CPU.
     def f(x):
         return (x * 2).softmax(-1)
 
@@ -375,7 +375,42 @@ def test_recompile_log_says_once_why_a_graph_is_recorded_on_every_call(capfd):
     finally:
         torch_tpu._C._set_log_recompiles(False)
     err = capfd.readouterr().err
-    assert err.count("is recorded again on every call: it ran padded") == 1, err
+    assert err.count("is recorded again on every call: its symbolic sizes change") == 1, err
+
+
+def test_compiled_graph_whose_sizes_change_joins_the_eager_work_around_it():
+    # A decode loop: eager bookkeeping, a compiled model step whose sizes grow by one per call,
+    # eager bookkeeping again. In fused mode each step is one graph (one launch), not three
+    # programs compiled again for every bucket, and the results equal CPU.
+    def model_step(tokens, weight):
+        h = weight[tokens] * (tokens.shape[1] ** -0.5)
+        return h.sum(1).softmax(-1)
+
+    compiled = torch.compile(model_step, backend="tpu", dynamic=True)
+
+    def run(fn, tokens, weight, steps):
+        for _ in range(steps):
+            last = tokens[:, -1:].clone()
+            probs = fn(tokens, weight)
+            nxt = (probs.argmax(-1, keepdim=True) + last) % weight.shape[0]
+            tokens = torch.cat([tokens, nxt], dim=1)
+            if tokens.device.type == "tpu":
+                torch_tpu.sync()
+        return tokens
+
+    weight = torch.randn(50, 8)
+    tokens = torch.tensor([[3, 1, 4], [1, 5, 9]])
+    want = run(model_step, tokens, weight, 14)
+    with torch_tpu.eager_mode("fused"):
+        t, w = tokens.to("tpu"), weight.to("tpu")
+        t = run(compiled, t, w, 6)
+        before = torch_tpu.metrics.counters()
+        got = run(compiled, t, w, 8)
+        after = torch_tpu.metrics.counters()
+    assert after["executions"] - before["executions"] == 8
+    assert after["compiles"] == before["compiles"]
+    assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
+    assert torch.equal(got.cpu(), want)
 
 
 def test_other_devices_keep_their_default_backend():

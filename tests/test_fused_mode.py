@@ -149,6 +149,36 @@ def test_state_initialisation_loop_is_one_graph_not_one_per_tensor():
         assert torch_tpu.dynamism.get_dynamism_info(a) == []
 
 
+def test_two_alike_ops_in_a_row_do_not_cut_a_decode_step_in_two():
+    # As Hugging Face's decode step starts: it clones the last token and the last position, two
+    # [1, 1] views of [1, L] tensors with equal keys. The second is not the loop's next step, so
+    # each step is one graph (one launch), and every length of the bucket reuses its program.
+    def step(tokens, positions):
+        last = tokens[:, -1:].clone()
+        pos = positions[:, -1:].clone()
+        nxt = (last * 7 + pos * 3) % 1000
+        return torch.cat([tokens, nxt], dim=1), torch.cat([positions, pos + 1], dim=1)
+
+    tokens, positions = torch.tensor([[5, 9, 2]]), torch.tensor([[0, 1, 2]])
+    for _ in range(12):
+        tokens, positions = step(tokens, positions)
+    with torch_tpu.eager_mode("fused"):
+        t, p = torch.tensor([[5, 9, 2]], device="tpu"), torch.tensor([[0, 1, 2]], device="tpu")
+        for _ in range(4):
+            t, p = step(t, p)
+            torch_tpu.sync()
+        before = torch_tpu.metrics.counters()
+        for _ in range(8):
+            t, p = step(t, p)
+            torch_tpu.sync()
+        after = torch_tpu.metrics.counters()
+    assert after["executions"] - before["executions"] == 8
+    assert after["compiles"] == before["compiles"]
+    for got, want in ((t, tokens), (p, positions)):
+        assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got.cpu(), want)
+
+
 def test_graph_size_limit_cuts_graphs():
     with torch_tpu.eager_mode("fused"):
         torch_tpu._C._set_max_graph_nodes(4)

@@ -224,39 +224,65 @@ def _replayable(gm):
     replayable = _C._ReplayableGraph()
     captured = None  # (non-tensor inputs, output template) of the capture
     reported = set()  # reasons already logged: a decode loop would repeat one every call
+    # A graph whose symbolic sizes (its int inputs) changed since its last call, whose recording
+    # ran padded (its sizes then stay dynamic), or with an input not on tpu can not be captured:
+    # it is recorded inline, one fused graph with the eager work around it (a decode step's
+    # token bookkeeping), not cut where the model's layers repeat their ops. Captured alone,
+    # each part would be a program of its own, compiled again for every bucket.
+    padded = False
+    last_others = None
+
+    def report(why):
+        if _C._log_recompiles() and why not in reported:
+            reported.add(why)
+            print(
+                f"torch_tpu: compiled graph {name} is recorded again on every call: {why}",
+                file=sys.stderr,
+            )
 
     def run(*args):
-        nonlocal captured
+        nonlocal last_others
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         others = [a for a in args if not isinstance(a, torch.Tensor)]
+        sizes_changed = others != last_others and any(isinstance(a, int) for a in others)
+        last_others = others
         with torch_tpu.eager_mode("fused"):
             if captured is not None and captured[0] == others:
                 out = replayable.replay(tensors)
                 if out is not None:
                     it = iter(out)
                     return [next(it) if slot is _TENSOR else slot for slot in captured[1]]
-            # Eager work recorded before the call stays a separate program. A recording that
-            # cannot be captured (it ran padded) leaves earlier captures of other layouts.
-            replayable.begin(tensors)
-            out = None
+            if padded or sizes_changed:
+                report(_C._RAN_PADDED if padded else "its symbolic sizes change between calls")
+            elif any(t.device.type != "tpu" for t in tensors):
+                # Never captured (Dynamo passes symbolic floats as CPU scalars).
+                report("an input is not a tpu tensor")
+            else:
+                return record_and_capture(args, tensors, others)
+            repeat_cuts = _C._set_repeat_cuts(False)
             try:
-                out = gm(*args)
+                return gm(*args)
             finally:
-                results = list(out) if isinstance(out, (list, tuple)) else []
-                outputs = [o for o in results if isinstance(o, torch.Tensor)]
-                # Runs the recorded graph (asynchronously) whether or not it can be replayed.
-                why = replayable.end(outputs)
-            if not why:
-                captured = (
-                    others,
-                    [_TENSOR if isinstance(o, torch.Tensor) else o for o in results],
-                )
-            elif _C._log_recompiles() and why not in reported:
-                reported.add(why)
-                print(
-                    f"torch_tpu: compiled graph {name} is recorded again on every call: {why}",
-                    file=sys.stderr,
-                )
+                _C._set_repeat_cuts(repeat_cuts)
+
+    def record_and_capture(args, tensors, others):
+        nonlocal captured, padded
+        # Eager work recorded before the call stays a separate program. A recording that cannot
+        # be captured leaves earlier captures of other layouts.
+        replayable.begin(tensors)
+        out = None
+        try:
+            out = gm(*args)
+        finally:
+            results = list(out) if isinstance(out, (list, tuple)) else []
+            outputs = [o for o in results if isinstance(o, torch.Tensor)]
+            # Runs the recorded graph (asynchronously) whether or not it can be replayed.
+            why = replayable.end(outputs)
+            padded = why == _C._RAN_PADDED
+        if why:
+            report(why)
+        else:
+            captured = (others, [_TENSOR if isinstance(o, torch.Tensor) else o for o in results])
         return out
 
     return run

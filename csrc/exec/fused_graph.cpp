@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "exec/automatic_dynamic.h"
 #include "exec/bucket_policy.h"
@@ -24,6 +25,8 @@
 #include "lowering/indexing/storage_view.h"
 
 namespace tpu::exec {
+
+const char* const kRanPaddedReason = "it ran padded (its sizes vary)";
 
 namespace {
 
@@ -47,13 +50,16 @@ struct Graph {
   uint64_t id = 1;
   int device = 0;
   std::vector<Node> nodes;
-  std::string first_key;  // key of the first node that reads a value: seeing it again means
-                          // the sequence repeats
+  std::string first_key;   // key of the first node that reads a value: seeing it again means
+                           // the sequence repeats
+  size_t first_index = 0;  // that node's index
 };
 
 std::recursive_mutex g_mutex;
 Graph g_graph;
 size_t g_max_nodes = 4096;
+bool g_repeat_cuts = true;
+bool g_next_may_cut = false;  // the first op recorded since repeat cuts were turned off
 
 // The capture in progress (begin_capture .. end_capture), filled by the run of its graph.
 struct Capture {
@@ -74,7 +80,7 @@ void note_captured_run(const std::vector<Node>& nodes, const CompiledOpPtr& prog
                        const std::vector<std::shared_ptr<PendingValue>>& live, int device) {
   Capture& c = g_capture;
   if (++c.runs > 1 && c.why.empty()) c.why = "it ran as more than one program (a value was read inside it)";
-  if (program->dynamic && c.why.empty()) c.why = "it ran padded (its sizes vary)";
+  if (program->dynamic && c.why.empty()) c.why = kRanPaddedReason;
   if (!c.why.empty()) return;
   for (const Node& node : nodes)
     if (node.call.random) {
@@ -591,17 +597,26 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
   // Before taking the graph lock: the hook takes the GIL.
   std::string location = current_source_location();
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  const bool may_cut = g_repeat_cuts || std::exchange(g_next_may_cut, false);
   if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
-                                 (key == g_graph.first_key && !g_capture.active)))
+                                 (key == g_graph.first_key && !g_capture.active && may_cut &&
+                                  g_graph.nodes.size() - g_graph.first_index >= 2)))
     run_graph(g_graph);
   if (g_graph.nodes.empty()) g_graph.device = call.device;
   // The sequence repeats when its first op that reads a value comes again. Ops that read nothing
   // (fills of fresh tensors) are left out: a loop initialising per-parameter state repeats its
   // fills with other sizes, and cut there it became one small graph per parameter, each of its
-  // sizes another program.
+  // sizes another program. A repeat right after that op is no loop's next step either: it is
+  // two alike ops in a row (Hugging Face's decode step clones its last token and its last
+  // position, both [1, 1] views of [1, L]); cut there, the first became a graph of its own, with
+  // one more launch per step and its own programs for every bucket. A loop of a single op is
+  // better as one graph anyway.
   if (g_graph.first_key.empty()) {
     std::vector<bool> read = storages_read(call);
-    if (std::find(read.begin(), read.end(), true) != read.end()) g_graph.first_key = key;
+    if (std::find(read.begin(), read.end(), true) != read.end()) {
+      g_graph.first_key = key;
+      g_graph.first_index = g_graph.nodes.size();
+    }
   }
   const int node_index = static_cast<int>(g_graph.nodes.size());
   Node node;
@@ -782,5 +797,11 @@ std::vector<runtime::BufferPtr> replay(const CapturedGraph& g, const std::vector
 
 void set_max_graph_nodes(size_t n) { g_max_nodes = n == 0 ? 1 : n; }
 size_t max_graph_nodes() { return g_max_nodes; }
+
+bool set_repeat_cuts(bool on) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  g_next_may_cut = !on;
+  return std::exchange(g_repeat_cuts, on);
+}
 
 }  // namespace tpu::exec

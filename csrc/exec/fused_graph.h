@@ -47,6 +47,10 @@ void begin_capture(const std::vector<Storage*>& inputs);
 // Runs what was recorded since begin_capture; returns the capture, or null with the reason in
 // `why` when it cannot be replayed.
 std::shared_ptr<CapturedGraph> end_capture(const std::vector<Storage*>& outputs, std::string& why);
+// The reason end_capture gives for a graph whose program ran padded. Such a graph can never be
+// captured again (its sizes stay dynamic), so torch_tpu.dynamo records its later calls inline,
+// into the surrounding fused graph, with set_repeat_cuts(false).
+extern const char* const kRanPaddedReason;
 // Runs `g` on `inputs` (same layout as at capture, checked by the caller): updated inputs get
 // their new buffers; returns the buffer of every live value (null for input updates).
 std::vector<runtime::BufferPtr> replay(const CapturedGraph& g, const std::vector<Storage*>& inputs);
@@ -55,5 +59,9 @@ std::vector<runtime::BufferPtr> replay(const CapturedGraph& g, const std::vector
 // step): then every step reuses one executable.
 void set_max_graph_nodes(size_t n);
 size_t max_graph_nodes();
+// Whether a repeated op cuts the graph; returns the previous setting. Off while a torch.compile
+// graph is recorded inline, where a model's layers repeat their ops; the first op recorded after
+// turning it off may still cut (that is the loop's next step starting).
+bool set_repeat_cuts(bool on);
 
 }  // namespace tpu::exec

@@ -161,6 +161,9 @@ PYBIND11_MODULE(_C, m) {
       throw std::invalid_argument("unknown eager mode '" + mode +
                                   "' (expected 'strict', 'debug' or 'fused')");
     // Whatever was recorded runs before the mode changes, so errors and timing stay attributable.
+    // Setting the mode in force changes nothing: a torch.compile graph recorded inline (in
+    // eager_mode("fused")) joins the fused graph around it.
+    if (m == exec::mode()) return;
     exec::flush();
     exec::set_mode(m);
   });
@@ -193,6 +196,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_log_recompiles", &exec::recompile_logging);
   m.def("_graph_size", [] { return exec::graph_size(); });
   m.def("_set_max_graph_nodes", &exec::set_max_graph_nodes);
+  m.def("_set_repeat_cuts", &exec::set_repeat_cuts);
+  m.attr("_RAN_PADDED") = exec::kRanPaddedReason;
   m.def("_set_cpu_fallback", &aten::set_cpu_fallback);
   m.def("_cpu_fallback_enabled", &aten::cpu_fallback_enabled);
   m.def("_metrics", &exec::metrics_snapshot);
