@@ -548,7 +548,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     u.call.seed = seed;
     u.call.rng_offset = offset;
   }
-  std::vector<at::Tensor> outs = run_op(compiled, u.call, key);
+  std::vector<at::Tensor> outs = run_op(compiled, u.call, std::move(key));
 
   // Box the returns: aliases of written arguments, then fresh outputs in order.
   std::vector<c10::IValue> args(args_begin, stack->end());

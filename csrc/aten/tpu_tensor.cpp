@@ -165,18 +165,19 @@ at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::Scal
 
 bool fused_mode() { return exec::mode() == exec::Mode::Fused; }
 
-std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, const std::string& key) {
+std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, std::string key) {
   std::vector<at::Tensor> result;
   const auto& news = op->plan.new_outputs;
   if (fused_mode()) {
-    std::vector<std::shared_ptr<exec::PendingValue>> pending = exec::record(op, call, key);
+    const auto device = static_cast<c10::DeviceIndex>(call.device);
+    std::vector<std::shared_ptr<exec::PendingValue>> pending =
+        exec::record(op, std::move(call), std::move(key));
     for (size_t k = 0; k < pending.size(); ++k) {
       if (news[k].undefined) {
         result.emplace_back();
         continue;
       }
-      at::Tensor t = empty_tpu(news[k].sizes, news[k].strides, to_torch(news[k].dtype),
-                               static_cast<c10::DeviceIndex>(call.device));
+      at::Tensor t = empty_tpu(news[k].sizes, news[k].strides, to_torch(news[k].dtype), device);
       exec::Storage* s = storage_of(t);
       s->pending = pending[k];
       s->dtype = news[k].dtype;
@@ -253,7 +254,7 @@ std::vector<at::Tensor> run_internal_call(exec::OpCall& call, const std::vector<
         return plan;
       },
       !fused_mode());
-  return run_op(op, call, key);
+  return run_op(op, call, std::move(key));
 }
 
 void raise_check_failure(const exec::CheckFailure& e) {

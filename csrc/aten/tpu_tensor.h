@@ -37,8 +37,9 @@ at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::Scal
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                        c10::ScalarType dtype, c10::DeviceIndex device, exec::PaddedFormPtr form = nullptr);
 // Fresh tpu tensors for the new outputs of `op`: launched now (strict, debug) or recorded into
-// the fused graph, in which case their storages hold pending values.
-std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, const std::string& key);
+// the fused graph, in which case their storages hold pending values and the graph takes `call`
+// over (it is left moved from).
+std::vector<at::Tensor> run_op(const exec::CompiledOpPtr& op, exec::OpCall& call, std::string key);
 bool fused_mode();
 // A failed runtime check as the error CPU raises for it (IndexError, LinAlgError, RuntimeError).
 [[noreturn]] void raise_check_failure(const exec::CheckFailure& e);

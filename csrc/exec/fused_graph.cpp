@@ -37,7 +37,7 @@ struct Source {
 };
 
 struct Node {
-  std::string location;                              // user source line that recorded it
+  const std::string* location = nullptr;             // user source line that recorded it
   OpCall call;                                       // storages point at `snapshots`
   std::vector<std::unique_ptr<Storage>> snapshots;   // storage metadata at record time
   std::vector<Source> sources;                       // per storage slot
@@ -264,7 +264,7 @@ CompiledOpPtr compile_graph(const std::vector<Node>& nodes, const GraphInputs& i
       }
     for (auto& [ok, message] : e.checks) {
       program_op->layout.check_messages.push_back(
-          node.location.empty() ? message : message + " (recorded at " + node.location + ")");
+          node.location->empty() ? message : message + " (recorded at " + *node.location + ")");
       check_values.push_back(ok);
     }
   }
@@ -296,9 +296,9 @@ CompiledOpPtr compile_graph(const std::vector<Node>& nodes, const GraphInputs& i
     // The lines that recorded the graph's ops (the first few), not the graph lock's holder.
     std::vector<std::string> lines;
     for (const Node& node : nodes)
-      if (!node.location.empty() && lines.size() < 8 &&
-          std::find(lines.begin(), lines.end(), node.location) == lines.end())
-        lines.push_back(node.location);
+      if (!node.location->empty() && lines.size() < 8 &&
+          std::find(lines.begin(), lines.end(), *node.location) == lines.end())
+        lines.push_back(*node.location);
     dump_program({program_op->op_name, identity, b.module_text(), *program_op->executable, loaded,
                   program_op->compile_seconds, lines});
   }
@@ -592,10 +592,9 @@ void run_graph(Graph& g) {
 
 }  // namespace
 
-std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall& call,
-                                                  const std::string& key) {
+std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, OpCall&& call, std::string&& key) {
   // Before taking the graph lock: the hook takes the GIL.
-  std::string location = current_source_location();
+  const std::string* location = &current_source_location();
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   const bool may_cut = g_repeat_cuts || std::exchange(g_next_may_cut, false);
   if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
@@ -620,19 +619,21 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
   }
   const int node_index = static_cast<int>(g_graph.nodes.size());
   Node node;
-  node.location = std::move(location);
-  node.key = key;
-  node.call = call;
+  node.location = location;
+  node.key = std::move(key);
+  node.call = std::move(call);
   node.op = op;
-  for (size_t s = 0; s < call.storages.size(); ++s) {
-    Storage* st = call.storages[s];
+  const OpCall& recorded = node.call;
+  const std::vector<Storage*> storages = recorded.storages;  // the live ones: the node's become snapshots
+  for (size_t s = 0; s < storages.size(); ++s) {
+    Storage* st = storages[s];
     st->resolve();
     Source src;
     if (st->pending) {
       // A pending value of an earlier graph that never ran (its compile failed) is lost.
       if (st->pending->graph_id != g_graph.id)
         throw std::runtime_error(
-            "torch_tpu: " + call.op_name +
+            "torch_tpu: " + recorded.op_name +
             " reads a tensor whose value was lost when an earlier fused graph failed to run");
       src.node = st->pending->node;
       src.output = st->pending->output;
@@ -650,17 +651,17 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall
     node.snapshots.push_back(std::move(snap));
   }
   // New values: written storages (in order of first write), then fresh outputs.
-  std::vector<int> written = unique_written_storages(call);
+  std::vector<int> written = unique_written_storages(recorded);
   int out_index = 0;
   for (int s : written) {
     auto pv = std::make_shared<PendingValue>();
     pv->graph_id = g_graph.id;
     pv->node = node_index;
     pv->output = out_index++;
-    Storage* st = call.storages[s];
+    Storage* st = storages[s];
     ir::DType dtype = st->dtype;
-    for (int v : call.written_views)
-      if (call.views[v].storage == s) dtype = call.views[v].dtype;
+    for (int v : recorded.written_views)
+      if (recorded.views[v].storage == s) dtype = recorded.views[v].dtype;
     if (st->defined && dtype == st->dtype) pv->donor = st->pending ? st->pending->donor : st->buffer.get();
     st->buffer.reset();
     st->padded.reset();

@@ -12,10 +12,10 @@
 
 namespace tpu::exec {
 
-// Records `call` (whose plan is op.plan) into the pending graph. Written storages now hold
-// pending values; returns one pending value per new output, for fresh storages.
-std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, const OpCall& call,
-                                                  const std::string& key);
+// Records `call` (whose plan is op.plan) into the pending graph, which takes `call` and `key`
+// over (no copy per op). Written storages now hold pending values; returns one pending value per
+// new output, for fresh storages.
+std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, OpCall&& call, std::string&& key);
 // Runs everything recorded (no-op when nothing is). Raises CheckFailure in debug fashion for
 // failed runtime checks of the graph's ops.
 void flush();

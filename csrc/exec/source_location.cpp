@@ -3,11 +3,14 @@
 namespace tpu::exec {
 
 namespace {
-std::string (*g_location_hook)() = nullptr;
+const std::string& (*g_location_hook)() = nullptr;
 }  // namespace
 
-void set_source_location_hook(std::string (*hook)()) { g_location_hook = hook; }
+void set_source_location_hook(const std::string& (*hook)()) { g_location_hook = hook; }
 
-std::string current_source_location() { return g_location_hook ? g_location_hook() : std::string(); }
+const std::string& current_source_location() {
+  static const std::string none;
+  return g_location_hook ? g_location_hook() : none;
+}
 
 }  // namespace tpu::exec

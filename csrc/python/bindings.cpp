@@ -45,13 +45,18 @@ struct CodeInfo {
   std::string file;
   bool internal = false;   // torch, torch_tpu or frozen importlib code
   bool generated = false;  // FX-generated code of a compiled graph
+  // The location at each instruction seen (by offset): computing a line number walks the code's
+  // line table, which for a long function (a model's forward) cost half of recording an op in
+  // fused mode; an instruction's location never changes. Never erased, so recorded ops keep
+  // pointers to these strings (exec::current_source_location).
+  std::unordered_map<int, std::string> locations;
 };
 
 // Directories of torch's and torch_tpu's Python packages (set by torch_tpu/__init__.py): a file
 // under them is library code. Prefixes, not substrings: a checkout named torch_tpu holds user code.
 std::vector<std::string> g_internal_dirs;
 
-const CodeInfo& code_info(PyCodeObject* code) {
+CodeInfo& code_info(PyCodeObject* code) {
   static std::unordered_map<PyCodeObject*, CodeInfo> cache;
   auto it = cache.find(code);
   if (it != cache.end()) return it->second;
@@ -65,13 +70,9 @@ const CodeInfo& code_info(PyCodeObject* code) {
   return cache.emplace(code, std::move(info)).first->second;
 }
 
-// The location named by a frame of user (or FX-generated) code at one instruction. Computing a
-// line number walks the code's line table, which for a long function (a model's forward) cost half
-// of recording an op in fused mode; an instruction's location never changes, so it is cached.
-const std::string& frame_location(PyFrameObject* frame, PyCodeObject* code, const CodeInfo& info) {
-  static std::unordered_map<PyCodeObject*, std::unordered_map<int, std::string>> cache;
-  std::unordered_map<int, std::string>& by_instruction = cache[code];
-  auto [it, fresh] = by_instruction.try_emplace(PyFrame_GetLasti(frame));
+// The location named by a frame of user (or FX-generated) code at its current instruction.
+const std::string& frame_location(PyFrameObject* frame, CodeInfo& info) {
+  auto [it, fresh] = info.locations.try_emplace(PyFrame_GetLasti(frame));
   if (!fresh) return it->second;
   const int line = PyFrame_GetLineNumber(frame);
   if (info.generated && g_generated_code_resolver != nullptr) {
@@ -82,19 +83,20 @@ const std::string& frame_location(PyFrameObject* frame, PyCodeObject* code, cons
 }
 
 // The innermost Python frame outside torch and torch_tpu: the user's line that recorded an op.
-std::string user_source_location() {
-  if (!Py_IsInitialized()) return {};
+const std::string& user_source_location() {
+  static const std::string none;
+  if (!Py_IsInitialized()) return none;
   py::gil_scoped_acquire gil;
   PyFrameObject* frame = PyEval_GetFrame();
-  if (frame == nullptr) return {};
+  if (frame == nullptr) return none;
   Py_INCREF(frame);
-  std::string result;
+  const std::string* result = &none;
   for (int depth = 0; frame != nullptr && depth < 32; ++depth) {
     PyCodeObject* code = PyFrame_GetCode(frame);
-    const CodeInfo& info = code_info(code);  // holds a reference to the code object
+    CodeInfo& info = code_info(code);  // holds a reference to the code object
     Py_DECREF(code);
     if (info.generated || !info.internal) {
-      result = frame_location(frame, code, info);
+      result = &frame_location(frame, info);
       break;
     }
     PyFrameObject* back = PyFrame_GetBack(frame);
@@ -102,7 +104,7 @@ std::string user_source_location() {
     frame = back;
   }
   Py_XDECREF(frame);
-  return result;
+  return *result;
 }
 
 // A local type: pybind11's class_ of a type with default visibility warns.
