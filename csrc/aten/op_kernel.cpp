@@ -517,6 +517,9 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   Unpacked u;
   u.call.lowering = bind.lowering;
   u.call.op_name = bind.name;
+  u.call.args.reserve(bind.num_args);
+  u.call.views.reserve(n);
+  u.call.storages.reserve(n);
   for (int i = 0; i < bind.num_args; ++i) unpack_arg(u, bind, i, schema_args[i], *(args_begin + i));
   // Views written by the op, in result order.
   for (int w : bind.written) {

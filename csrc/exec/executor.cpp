@@ -294,6 +294,7 @@ CompiledOpPtr find_or_compile(const OpCall& call, std::string& key,
     // caused them, as strict mode does.
     ProgramLayout scratch;
     build_program(call, op->plan, scratch);
+    op->check_free = scratch.check_messages.empty();
   }
   // Only an op that lowered (and compiled, when asked) enters the cache.
   if (fresh) op_cache().insert(key, op);

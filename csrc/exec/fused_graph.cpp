@@ -39,11 +39,16 @@ struct Source {
 struct Node {
   const std::string* location = nullptr;             // user source line that recorded it
   OpCall call;                                       // storages point at `snapshots`
-  std::vector<std::unique_ptr<Storage>> snapshots;   // storage metadata at record time
+  std::vector<Storage> snapshots;                    // storage metadata at record time
   std::vector<Source> sources;                       // per storage slot
   std::vector<std::weak_ptr<PendingValue>> outputs;  // written storages, then new outputs
   std::shared_ptr<const CompiledOp> op;              // plan (and layout of a strict compile)
   std::string key;
+
+  Node() = default;
+  Node(Node&&) noexcept = default;  // keeps `snapshots` where `call` points
+  Node& operator=(Node&&) noexcept = default;
+  Node(const Node&) = delete;
 };
 
 struct Graph {
@@ -210,7 +215,7 @@ CompiledOpPtr compile_graph(const std::vector<Node>& nodes, const GraphInputs& i
     for (size_t s = 0; s < node.sources.size(); ++s) {
       int p = in.source_param[n][s];
       if (p >= static_cast<int>(param_values.size())) {
-        const Storage& snap = *node.snapshots[s];
+        const Storage& snap = node.snapshots[s];
         param_values.push_back(b.param(snap.padded ? ir::Type{snap.dtype, snap.padded->bounds}
                                                    : ir::Type{snap.dtype, {snap.numel_as(snap.dtype)}}));
       }
@@ -326,7 +331,7 @@ std::string persistent_graph_key(const char* kind, const std::vector<const OpCal
 // buckets; taken flat, at its exact size, it would cost one more program, compiled again when the
 // next step passes the padded value. Only values of at most 64 MiB: the copy waits for them.
 // `slot_at`: each node's first slot in `varied` (shape_slots order).
-void relayout_varied_inputs(const std::vector<Node>& nodes, GraphInputs& in, const std::vector<bool>& varied,
+void relayout_varied_inputs(std::vector<Node>& nodes, GraphInputs& in, const std::vector<bool>& varied,
                             const std::vector<size_t>& slot_at) {
   std::vector<bool> done(in.params.size(), false);
   for (size_t n = 0; n < nodes.size(); ++n) {
@@ -338,7 +343,7 @@ void relayout_varied_inputs(const std::vector<Node>& nodes, GraphInputs& in, con
                                            varied.begin() + static_cast<long>(slot + rank));
       slot += 2 * rank + 1;
       const int p = in.source_param[n][view.storage];
-      const Storage& snap = *nodes[n].snapshots[view.storage];
+      const Storage& snap = nodes[n].snapshots[view.storage];
       if (p < 0 || done[p] || in.param_forms[p] || snap.dtype != view.dtype ||
           !lowering::covers_storage_densely(view.geometry, snap.numel_as(view.dtype)))
         continue;
@@ -351,7 +356,7 @@ void relayout_varied_inputs(const std::vector<Node>& nodes, GraphInputs& in, con
       in.param_forms[p] = form;
       for (size_t m = 0; m < nodes.size(); ++m)
         for (size_t t = 0; t < nodes[m].snapshots.size(); ++t)
-          if (in.source_param[m][t] == p) nodes[m].snapshots[t]->padded = form;
+          if (in.source_param[m][t] == p) nodes[m].snapshots[t].padded = form;
       done[p] = true;
       in.relaid = true;
     }
@@ -361,7 +366,7 @@ void relayout_varied_inputs(const std::vector<Node>& nodes, GraphInputs& in, con
 // The graph compiled for the buckets of its varying sizes (docs/dynamic_shapes.md), or null when
 // nothing in it varies or it cannot run padded. Sets `gp` (how it emits its nodes) and the
 // aliases of the program it returns.
-CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
+CompiledOpPtr bucketed_graph(std::vector<Node>& nodes, GraphInputs& in,
                              const std::vector<std::string>& structure, GraphProgram& gp,
                              std::vector<std::pair<int, int>>& aliases) {
   std::string free_key = "fused";
@@ -377,7 +382,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
     const std::vector<int64_t> own = shape_slots(nodes[n].call, nodes[n].op->plan);
     slots.insert(slots.end(), own.begin(), own.end());
     for (size_t s = 0; s < nodes[n].snapshots.size(); ++s)
-      padded_input |= in.source_param[n][s] >= 0 && nodes[n].snapshots[s]->padded != nullptr;
+      padded_input |= in.source_param[n][s] >= 0 && nodes[n].snapshots[s].padded != nullptr;
   }
   std::vector<bool> varied = varied_slots(free_key, slots);
   if (varied.empty() && !padded_input) return nullptr;
@@ -391,7 +396,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
     if (!in.relaid) return nullptr;
     for (size_t n = 0; n < nodes.size(); ++n)
       for (size_t s = 0; s < nodes[n].snapshots.size(); ++s)
-        if (const int p = in.source_param[n][s]; p >= 0) nodes[n].snapshots[s]->padded = forms_before[p];
+        if (const int p = in.source_param[n][s]; p >= 0) nodes[n].snapshots[s].padded = forms_before[p];
     in.params = params_before;
     in.param_forms = forms_before;
     in.relaid = false;
@@ -405,7 +410,7 @@ CompiledOpPtr bucketed_graph(const std::vector<Node>& nodes, GraphInputs& in,
     const Node& node = nodes[n];
     auto call = std::make_unique<OpCall>(node.call);
     for (size_t s = 0; s < call->storages.size(); ++s) {
-      auto snap = std::make_unique<Storage>(*node.snapshots[s]);
+      auto snap = std::make_unique<Storage>(node.snapshots[s]);
       snap->buffer.reset();
       snap->pending.reset();
       if (node.sources[s].node >= 0) {
@@ -499,7 +504,7 @@ void run_graph(Graph& g) {
         if (it == in.param_index.end()) {
           it = in.param_index.emplace(src.buffer.get(), static_cast<int>(in.params.size())).first;
           in.params.push_back(src.buffer);
-          in.param_forms.push_back(node.snapshots[s]->padded);
+          in.param_forms.push_back(node.snapshots[s].padded);
         }
         p = it->second;
       }
@@ -594,7 +599,8 @@ void run_graph(Graph& g) {
 
 std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, OpCall&& call, std::string&& key) {
   // Before taking the graph lock: the hook takes the GIL.
-  const std::string* location = &current_source_location();
+  static const std::string unnamed;
+  const std::string* location = op->check_free && !dump_enabled() ? &unnamed : &current_source_location();
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   const bool may_cut = g_repeat_cuts || std::exchange(g_next_may_cut, false);
   if (!g_graph.nodes.empty() && (call.device != g_graph.device || g_graph.nodes.size() >= g_max_nodes ||
@@ -625,6 +631,9 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, OpCall&& cal
   node.op = op;
   const OpCall& recorded = node.call;
   const std::vector<Storage*> storages = recorded.storages;  // the live ones: the node's become snapshots
+  // Reserved: the call points into it. It never grows again, and moving the node keeps its elements.
+  node.snapshots.reserve(storages.size());
+  node.sources.reserve(storages.size());
   for (size_t s = 0; s < storages.size(); ++s) {
     Storage* st = storages[s];
     st->resolve();
@@ -641,14 +650,13 @@ std::vector<std::shared_ptr<PendingValue>> record(CompiledOpPtr op, OpCall&& cal
       src.buffer = st->buffer;
     }
     node.sources.push_back(std::move(src));
-    auto snap = std::make_unique<Storage>();
-    snap->nbytes = st->nbytes;
-    snap->device = st->device;
-    snap->defined = st->defined;
-    snap->dtype = st->dtype;
-    snap->padded = st->padded;
-    node.call.storages[s] = snap.get();
-    node.snapshots.push_back(std::move(snap));
+    Storage& snap = node.snapshots.emplace_back();
+    snap.nbytes = st->nbytes;
+    snap.device = st->device;
+    snap.defined = st->defined;
+    snap.dtype = st->dtype;
+    snap.padded = st->padded;
+    node.call.storages[s] = &snap;
   }
   // New values: written storages (in order of first write), then fresh outputs.
   std::vector<int> written = unique_written_storages(recorded);
