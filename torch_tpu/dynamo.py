@@ -21,7 +21,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch.fx.passes.split_module import split_module
 
 import torch_tpu
-from torch_tpu import _C
+from torch_tpu import _C, aten_graph
 from torch_tpu import device as _device
 from torch_tpu import streams as _streams
 
@@ -125,6 +125,12 @@ def _resolve_generated_line(filename, line):
     return _user_lines.get(filename, {}).get(line)
 
 
+def _user_line(node):
+    """The user's line that made an FX node ("file:line"), or None."""
+    frames = _STACK_FRAME.findall(node.meta.get("stack_trace") or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
+
+
 def _index_user_lines(gm):
     if getattr(gm, "_needs_recompile", lambda: False)():
         gm.real_recompile()  # a lazy GraphModule generates its code on first use
@@ -133,9 +139,9 @@ def _index_user_lines(gm):
     table = {}
     for number, text in enumerate(linecache.getlines(filename), start=1):
         node = nodes.get(text.strip().split(" = ", 1)[0])
-        frames = _STACK_FRAME.findall(node.meta.get("stack_trace") or "") if node else []
-        if frames:
-            table[number] = f"{frames[-1][0]}:{frames[-1][1]}"
+        line = _user_line(node) if node else None
+        if line:
+            table[number] = line
     _user_lines[filename] = table
 
 
@@ -218,6 +224,10 @@ def _replayable(gm):
     """`gm` run through the kernels as one fused program, replayed on later calls."""
     _index_user_lines(gm)
     name = gm.forward.__code__.co_filename
+    try:
+        call = aten_graph.build(gm, _user_line)
+    except aten_graph.Unsupported:
+        call = gm  # FX's generated Python runs the graph
     # The first call records the graph through the kernels (one fused program); when that
     # capture is replayable, later calls with the same input layout and non-tensor inputs run
     # the captured program directly.
@@ -261,7 +271,7 @@ def _replayable(gm):
                 return record_and_capture(args, tensors, others)
             repeat_cuts = _C._set_repeat_cuts(False)
             try:
-                return gm(*args)
+                return call(*args)
             finally:
                 _C._set_repeat_cuts(repeat_cuts)
 
@@ -272,7 +282,7 @@ def _replayable(gm):
         replayable.begin(tensors)
         out = None
         try:
-            out = gm(*args)
+            out = call(*args)
         finally:
             results = list(out) if isinstance(out, (list, tuple)) else []
             outputs = [o for o in results if isinstance(o, torch.Tensor)]

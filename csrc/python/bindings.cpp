@@ -22,6 +22,7 @@
 #include "exec/source_location.h"
 #include "exec/timeline.h"
 #include "lowering/core/registry.h"
+#include "python/aten_graph.h"
 #include "python/collective_bindings.h"
 #include "python/distributed_bindings.h"
 #include "python/dynamism_bindings.h"
@@ -82,9 +83,11 @@ const std::string& frame_location(PyFrameObject* frame, CodeInfo& info) {
   return it->second = info.file + ":" + std::to_string(line);
 }
 
-// The innermost Python frame outside torch and torch_tpu: the user's line that recorded an op.
+// The user's line that recorded an op: the compiled-graph node running in an _AtenGraph, else the
+// innermost Python frame outside torch and torch_tpu.
 const std::string& user_source_location() {
   static const std::string none;
+  if (const std::string* node = python::running_node_location()) return *node;
   if (!Py_IsInitialized()) return none;
   py::gil_scoped_acquire gil;
   PyFrameObject* frame = PyEval_GetFrame();
@@ -119,6 +122,7 @@ PYBIND11_MODULE(_C, m) {
   exec::set_source_location_hook(&user_source_location);
   python::register_kineto_profiler();
   python::init_collective_bindings(m);
+  python::init_aten_graph_bindings(m);
   m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
         py::arg("error"));
   m.def("_register", [] {
