@@ -14,14 +14,14 @@ from torch_tpu import aten_graph
 
 
 def several_kinds_of_node(x, w):
-    # Ops with several results and a list result (getitem), a number where the schema takes a
-    # tensor (mul.Tensor(t, 2)), keyword and default arguments, sizes read and computed
+    # Ops with several results and a list result (getitem), a number and a size where the schema
+    # takes a tensor (mul.Tensor(t, 2), div.Tensor(t, n)), keyword and default arguments, sizes read and computed
     # (sym_size, //, *) and a size returned.
     n = x.shape[0]
     _, mean = torch.var_mean(x, dim=1, keepdim=True)
     first = torch.split(x, 2, dim=1)[0]
     top, where = x.max(dim=1)
-    y = (x - mean) * 2 + first.sum() + top.unsqueeze(1)
+    y = ((x - mean) * 2 + first.sum() + top.unsqueeze(1)) / n
     z = y.reshape(n // 2, -1).to(torch.float64)
     return z @ w.double()[: z.shape[1]], where, n * 3
 

@@ -39,6 +39,7 @@ struct Arg {
   int slot = -1;
   int index = -1;          // an element of the list value in `slot` (operator.getitem), or -1
   bool as_double = false;  // a size passed where the schema takes a float
+  bool as_tensor = false;  // a size passed where the schema takes a tensor (a wrapped number)
   Elem elem = Elem::Int;
   std::vector<Arg> items;
 };
@@ -80,6 +81,7 @@ Arg make_arg(py::handle obj, const c10::TypePtr& type, const std::string& what) 
   if (is_value(obj)) {
     Arg a = value_arg(obj);
     a.as_double = without_optional(type)->kind() == c10::TypeKind::FloatType;
+    a.as_tensor = without_optional(type)->kind() == c10::TypeKind::TensorType;
     return a;
   }
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
@@ -87,7 +89,8 @@ Arg make_arg(py::handle obj, const c10::TypePtr& type, const std::string& what) 
     for (py::handle item : obj) holds_values = holds_values || is_value(item);
     if (holds_values) {
       auto list = without_optional(type)->cast<c10::ListType>();
-      if (!list) throw std::invalid_argument(what + ": a list of graph values where the schema takes " + type->str());
+      if (!list)
+        throw std::invalid_argument(what + ": a list of graph values where the schema takes " + type->str());
       const c10::TypePtr elem = list->getElementType();
       Arg a;
       a.kind = Arg::Kind::List;
@@ -114,6 +117,12 @@ c10::IValue value_of(const Arg& a, const std::vector<c10::IValue>& values) {
       const c10::IValue& v = values[a.slot];
       c10::IValue result = a.index < 0 ? v : v.toListRef()[a.index];
       if (a.as_double && result.isInt()) return static_cast<double>(result.toInt());
+      if (a.as_tensor && (result.isInt() || result.isDouble() || result.isBool())) {
+        // As torch's Python binding turns a number into a tensor argument.
+        at::Tensor number = at::scalar_to_tensor(result.toScalar());
+        number.unsafeGetTensorImpl()->set_wrapped_number(true);
+        return number;
+      }
       return result;
     }
     case Arg::Kind::List:
@@ -171,7 +180,8 @@ c10::IValue from_python(py::handle obj) {
   if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
   if (py::isinstance<py::int_>(obj)) return obj.cast<int64_t>();
   if (py::isinstance<py::float_>(obj)) return obj.cast<double>();
-  throw py::type_error("aten graph: an input of type " + py::str(py::type::handle_of(obj)).cast<std::string>());
+  throw py::type_error("aten graph: an input of type " +
+                       py::str(py::type::handle_of(obj)).cast<std::string>());
 }
 
 class AtenGraph {
@@ -226,8 +236,8 @@ class AtenGraph {
   }
 
   void set_free_lists(const std::vector<std::vector<int>>& lists) {
-    TORCH_CHECK(lists.size() == nodes_.size(), "aten graph: ", lists.size(), " free lists for ", nodes_.size(),
-                " nodes");
+    TORCH_CHECK(lists.size() == nodes_.size(), "aten graph: ", lists.size(), " free lists for ",
+                nodes_.size(), " nodes");
     for (size_t i = 0; i < lists.size(); ++i) nodes_[i].free_after = lists[i];
   }
 
@@ -236,7 +246,8 @@ class AtenGraph {
     many_outputs_ = many;
     outputs_.clear();
     for (py::handle o : outputs)
-      outputs_.push_back(is_value(o) ? value_arg(o) : constant_arg(torch::jit::toIValue(o, c10::AnyType::get())));
+      outputs_.push_back(is_value(o) ? value_arg(o)
+                                     : constant_arg(torch::jit::toIValue(o, c10::AnyType::get())));
   }
 
   py::object run(const py::args& inputs) {
