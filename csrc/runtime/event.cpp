@@ -7,6 +7,12 @@
 
 namespace tpu::runtime {
 
+namespace {
+void (*g_work_before_waiting)() = nullptr;
+}
+
+void set_work_before_waiting(void (*work)()) { g_work_before_waiting = work; }
+
 Event& Event::operator=(Event&& other) noexcept {
   if (this != &other) {
     reset();
@@ -26,6 +32,7 @@ bool Event::is_ready() const {
 
 void Event::await() const {
   if (event_ == nullptr) return;
+  if (g_work_before_waiting != nullptr && !is_ready()) g_work_before_waiting();
   TPU_PJRT_ARGS(PJRT_Event_Await_Args, args);
   args.event = event_;
   check(api_, api_->PJRT_Event_Await(&args), "PJRT_Event_Await");

@@ -7,6 +7,10 @@
 
 namespace tpu::runtime {
 
+// Work the host does before it blocks on an event that has not fired: waiting, it has nothing
+// else to do (the exec layer frees the nodes of graphs that have run).
+void set_work_before_waiting(void (*work)());
+
 class Event {
  public:
   Event() = default;
