@@ -24,6 +24,11 @@ _ARITHMETIC = {
 }
 
 
+# What a graph's inputs may be on a call (csrc/python/aten_graph.cpp's from_python): Dynamo passes
+# symbolic sizes as ints and symbolic floats as CPU scalar tensors.
+_INPUTS = (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool, type(None))
+
+
 class _Value:
     """A node's value in the graph's slots; `index` picks an element of a list value."""
 
@@ -72,6 +77,8 @@ def build(gm, user_line):
     for node in gm.graph.nodes:
         target = node.target
         if node.op == "placeholder":
+            if not isinstance(node.meta.get("val"), _INPUTS):
+                raise Unsupported(f"input {node.name} is a {type(node.meta.get('val')).__name__}")
             values[node] = _Value(graph.add_input())
         elif node.op == "get_attr":
             values[node] = operator.attrgetter(target)(gm)
