@@ -29,7 +29,9 @@ _path, _error = _plugin.find_plugin()
 _C._set_internal_source_dirs(
     [os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep]
 )
-_C._configure_runtime(_path, _plugin.create_options(_path) if _path else {}, _error)
+_C._configure_runtime(
+    _path, _plugin.create_options(_path) if _path else {}, _plugin.is_host_memory(_path), _error
+)
 _num_lowered_ops = _C._register()
 
 from torch_tpu import cache, debug, distributed, dynamism, metrics, pallas

@@ -47,8 +47,13 @@ def find_plugin():
     )
 
 
+def is_host_memory(path):
+    """Whether the plugin's device memory is this process's memory (XLA:CPU)."""
+    return "xla_cpu_pjrt" in os.path.basename(path)
+
+
 def create_options(path):
     """Client create options for the chosen plugin."""
-    if "xla_cpu_pjrt" in os.path.basename(path):
+    if is_host_memory(path):
         return {"cpu_device_count": int(os.environ.get("TORCH_TPU_CPU_DEVICE_COUNT", "1"))}
     return {}

@@ -14,6 +14,7 @@
 
 #include "exec/metrics.h"
 #include "exec/timeline.h"
+#include "runtime/host_memory.h"
 
 namespace tpu::exec {
 
@@ -24,10 +25,12 @@ std::string g_plugin_path;
 // Set at import; the plugin is loaded on first use so `import torch` stays cheap.
 std::string g_configured_path, g_configured_error;
 std::map<std::string, int64_t> g_configured_options;
+bool g_configured_host_memory = false;
 std::atomic<Mode> g_mode{Mode::Strict};
 }  // namespace
 
-void init_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options) {
+void init_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options,
+                  bool host_memory) {
   std::lock_guard<std::mutex> lock(g_init_mutex);
   if (g_client) {
     if (plugin_path != g_plugin_path)
@@ -36,6 +39,7 @@ void init_runtime(const std::string& plugin_path, const std::map<std::string, in
     return;
   }
   auto plugin = runtime::Plugin::load(plugin_path);
+  if (host_memory) runtime::retain_freed_host_memory();
   // Plugins log informational lines to stderr while the client starts (absl is not yet
   // initialised in them); errors still come back as PJRT_Error. Silence that start-up chatter
   // unless TORCH_TPU_VERBOSE_PLUGIN is set.
@@ -71,10 +75,11 @@ void init_runtime(const std::string& plugin_path, const std::map<std::string, in
 bool runtime_initialized() { return g_client != nullptr; }
 
 void configure_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options,
-                       const std::string& error) {
+                       bool host_memory, const std::string& error) {
   std::lock_guard<std::mutex> lock(g_init_mutex);
   g_configured_path = plugin_path;
   g_configured_options = options;
+  g_configured_host_memory = host_memory;
   g_configured_error = error;
 }
 
@@ -82,16 +87,18 @@ runtime::Client& client() {
   if (!g_client) {
     std::string path, error;
     std::map<std::string, int64_t> options;
+    bool host_memory = false;
     {
       std::lock_guard<std::mutex> lock(g_init_mutex);
       path = g_configured_path;
       error = g_configured_error;
       options = g_configured_options;
+      host_memory = g_configured_host_memory;
     }
     if (!error.empty()) throw std::runtime_error(error);
     if (path.empty())
       throw std::runtime_error("torch_tpu: the PJRT runtime is not configured (import torch_tpu)");
-    init_runtime(path, options);
+    init_runtime(path, options, host_memory);
   }
   return *g_client;
 }

@@ -12,12 +12,14 @@
 namespace tpu::exec {
 
 // Loads `plugin_path` and creates the client. Called once (from Python, which chooses the
-// plugin); later calls with the same path are no-ops.
-void init_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options);
+// plugin); later calls with the same path are no-ops. `host_memory`: the plugin's device memory
+// is this process's memory (XLA:CPU; see runtime/host_memory.h).
+void init_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options,
+                  bool host_memory);
 bool runtime_initialized();
 // Records which plugin to load on first use (or the error to raise then, when none was found).
 void configure_runtime(const std::string& plugin_path, const std::map<std::string, int64_t>& options,
-                       const std::string& error);
+                       bool host_memory, const std::string& error);
 // The client, created on first use from the configured plugin.
 runtime::Client& client();
 

@@ -124,7 +124,7 @@ PYBIND11_MODULE(_C, m) {
   python::init_collective_bindings(m);
   python::init_aten_graph_bindings(m);
   m.def("_configure_runtime", &exec::configure_runtime, py::arg("plugin_path"), py::arg("options"),
-        py::arg("error"));
+        py::arg("host_memory"), py::arg("error"));
   m.def("_register", [] {
     aten::register_hooks();
     return aten::register_lowered_ops();
