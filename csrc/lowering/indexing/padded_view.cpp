@@ -31,16 +31,24 @@ struct Quantity {
   Value emit(ir::Builder& b) const { return value.valid() ? value : hlo::constant_int(b, DType::I64, known); }
 };
 
+// Folded where an operand alone decides (an offset of 0, a stride of 1), so that a start the
+// program knows stays known: a dynamic slice known to start at 0 needs no padding to fit.
 Quantity mul(ir::Builder& b, const Quantity& x, const Quantity& y) {
   if (x.is_known() && y.is_known()) return {{}, x.known * y.known};
+  if ((x.is_known() && x.known == 0) || (y.is_known() && y.known == 0)) return {{}, 0};
+  if (x.is_known() && x.known == 1) return y;
+  if (y.is_known() && y.known == 1) return x;
   return {hlo::mul(b, x.emit(b), y.emit(b)), 0};
 }
 Quantity divide(ir::Builder& b, const Quantity& x, const Quantity& y) {
   if (x.is_known() && y.is_known()) return {{}, x.known / y.known};
+  if (x.is_known() && x.known == 0) return {{}, 0};
+  if (y.is_known() && y.known == 1) return x;
   return {hlo::div(b, x.emit(b), y.emit(b)), 0};
 }
 Quantity remainder(ir::Builder& b, const Quantity& x, const Quantity& y) {
   if (x.is_known() && y.is_known()) return {{}, x.known % y.known};
+  if ((x.is_known() && x.known == 0) || (y.is_known() && y.known == 1)) return {{}, 0};
   return {hlo::rem(b, x.emit(b), y.emit(b)), 0};
 }
 
