@@ -14,7 +14,8 @@ namespace tpu::runtime {
 
 bool retain_freed_host_memory() {
 #if defined(__GLIBC__)
-  for (const char* tuned : {"GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_"})
+  for (const char* tuned :
+       {"GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_"})
     if (std::getenv(tuned) != nullptr) return false;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const long long quarter = pages > 0 && page > 0 ? static_cast<long long>(pages) * page / 4 : INT_MAX;
