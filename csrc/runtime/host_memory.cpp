@@ -12,17 +12,17 @@
 
 namespace tpu::runtime {
 
-bool retain_freed_host_memory() {
+void retain_freed_host_memory() {
 #if defined(__GLIBC__)
   for (const char* tuned :
        {"GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_"})
-    if (std::getenv(tuned) != nullptr) return false;
+    if (std::getenv(tuned) != nullptr) return;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const long long quarter = pages > 0 && page > 0 ? static_cast<long long>(pages) * page / 4 : INT_MAX;
   const int trim = static_cast<int>(std::min<long long>(quarter, INT_MAX));
-  return mallopt(M_ARENA_MAX, 1) == 1 && mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1;
-#else
-  return false;
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, trim);
 #endif
 }
 

@@ -12,7 +12,7 @@ namespace tpu::runtime {
 // mmap for large blocks, and the heap's free top returned to the system only past a quarter of
 // physical memory (at most 2 GiB, mallopt's limit). Call before the plugin starts its threads.
 // Does nothing when the user tunes glibc's allocator (GLIBC_TUNABLES, MALLOC_ARENA_MAX,
-// MALLOC_MMAP_MAX_, MALLOC_TRIM_THRESHOLD_) or on other C libraries. Returns whether it applied.
-bool retain_freed_host_memory();
+// MALLOC_MMAP_MAX_, MALLOC_TRIM_THRESHOLD_) or on other C libraries.
+void retain_freed_host_memory();
 
 }  // namespace tpu::runtime
