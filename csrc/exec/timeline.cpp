@@ -75,7 +75,10 @@ void note_execution(const std::string& program, int64_t launch_begin_ns, int dev
     const int64_t ready = now_ns();
     std::lock_guard<std::mutex> lock(g_mutex);
     int64_t& free_at = g_device_free_ns[device];
-    const int64_t begin = std::min(ready, std::max(launch_begin_ns, free_at));
+    // Ready callbacks run on the plugin's threads, not always in completion order: a free time
+    // at or past this `ready` comes from an earlier execution whose callback ran late, so it
+    // says nothing of when this one started; its launch is then the bound.
+    const int64_t begin = free_at < ready ? std::max(launch_begin_ns, free_at) : launch_begin_ns;
     free_at = std::max(free_at, ready);
     g_totals[program].device_seconds += (ready - begin) * 1e-9;
     if (g_collecting) g_events.push_back({SpanKind::Execute, program, begin, ready, device});
