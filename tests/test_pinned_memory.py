@@ -116,3 +116,15 @@ def test_ddp_find_unused_parameters_on_tpu():
             assert p.grad is None and q.grad is None, name
         else:
             torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-5, atol=1e-5, msg=name)
+
+
+def test_accelerator_host_cache_calls_on_an_initialized_device():
+    # torch.accelerator's host-allocator calls look up the device's registered host allocator
+    # once the device is initialized; with none registered, empty_host_cache() crashed the
+    # process (vLLM calls it at shutdown). Nothing is cached: pinned tensors keep their values.
+    pinned = torch.arange(6.0).pin_memory()
+    assert_same(torch.ones(3, device="tpu") * 2, torch.ones(3) * 2)  # initializes the device
+    torch.accelerator.empty_host_cache()
+    assert pinned.is_pinned() and torch.equal(pinned, torch.arange(6.0))
+    assert_same(pinned.to("tpu"), torch.arange(6.0))
+    torch.accelerator.empty_host_cache()

@@ -5,8 +5,15 @@
 // pin_memory() itself skip tensors that are already pinned). The memory comes from the CPU
 // allocator; each allocation is recorded by its address range so that any pointer into it
 // (a view's storage offset included) answers as pinned until it is freed.
+//
+// It is also the device's host allocator for torch.accelerator (empty_host_cache,
+// host_memory_stats): without one registered, torch.accelerator.empty_host_cache() dereferenced
+// a null allocator once the device was initialized (vLLM calls it at shutdown). Nothing is
+// cached: freed blocks go back to the CPU allocator at once, so emptying the cache has nothing
+// to release and no stream use needs recording.
 #include "aten/pinned_memory.h"
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
 #include <map>
@@ -16,7 +23,7 @@ namespace tpu::aten {
 
 namespace {
 
-class PinnedHostAllocator final : public c10::Allocator {
+class PinnedHostAllocator final : public at::HostAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
     // At least one byte, so that an empty pinned tensor also owns a recorded (pinned) address,
@@ -34,6 +41,12 @@ class PinnedHostAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
+
+  bool record_event(void* /*ptr*/, void* /*ctx*/, c10::Stream /*stream*/) override { return false; }
+  void empty_cache() override {}
+  at::HostStats get_stats() override { return {}; }
+  void reset_accumulated_stats() override {}
+  void reset_peak_stats() override {}
 
   bool contains(const void* ptr) {
     auto address = reinterpret_cast<uintptr_t>(ptr);
@@ -69,6 +82,8 @@ void PinnedHostAllocator::Delete(void* data) {
 }  // namespace
 
 c10::Allocator* pinned_host_allocator() { return &instance(); }
+
+REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, &instance())
 
 bool is_pinned_host_ptr(const void* ptr) { return ptr != nullptr && instance().contains(ptr); }
 
