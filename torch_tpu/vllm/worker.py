@@ -1,0 +1,115 @@
+"""vLLM's GPU worker and model runner on a `tpu` device.
+
+The runner is vLLM's own (`GPUModelRunner`); what is CUDA-only in it (streams, CUDA graphs,
+pinned staging buffers) is turned off by the platform's settings or replaced here.
+"""
+
+import gc
+from contextlib import contextmanager, nullcontext
+
+import torch
+from vllm.logger import init_logger
+from vllm.platforms import current_platform
+from vllm.utils.mem_utils import MemorySnapshot
+from vllm.utils.torch_utils import set_random_seed
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
+from vllm.v1.worker.worker_base import CompilationTimes
+
+logger = init_logger(__name__)
+
+
+@contextmanager
+def _no_cuda_streams():
+    """The runner builds CUDA streams for overlapping copies; tpu work is ordered by the device
+    already, so a stream that waits on nothing stands in for them."""
+
+    class _Stream:
+        def __init__(self, *args, **kwargs):
+            self.device = torch.device("tpu", torch.tpu.current_device())
+
+        def wait_stream(self, *args, **kwargs):
+            pass
+
+        def synchronize(self):
+            torch.tpu.synchronize()
+
+    saved = torch.cuda.Stream
+    torch.cuda.Stream = _Stream
+    try:
+        yield
+    finally:
+        torch.cuda.Stream = saved
+
+
+class TpuModelRunner(GPUModelRunner):
+    def __init__(self, vllm_config, device: torch.device):
+        with _no_cuda_streams():
+            super().__init__(vllm_config, device)
+        self.use_cuda_graph = False
+
+    def _sync_device(self) -> None:
+        torch.tpu.synchronize()
+
+    def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
+        return sampled_token_ids.tolist()
+
+
+class TpuWorker(Worker):
+    def init_device(self):
+        self.device = torch.device("tpu", self.local_rank)
+        current_platform.set_device(self.device)
+        current_platform.check_if_supports_dtype(self.model_config.dtype)
+        init_worker_distributed_environment(
+            self.vllm_config,
+            self.rank,
+            self.distributed_init_method,
+            self.local_rank,
+            current_platform.dist_backend,
+        )
+        set_random_seed(self.model_config.seed)
+        gc.collect()
+        self.init_snapshot = MemorySnapshot(device=self.device)
+        self._init_workspace_and_model_runner()
+
+    def _make_model_runner(self):
+        return TpuModelRunner(self.vllm_config, self.device)
+
+    def _maybe_get_memory_pool_context(self, tag: str):
+        return nullcontext()
+
+    def determine_available_memory(self) -> int:
+        """Bytes for the KV cache: `kv_cache_memory_bytes` when set, else the share of the
+        device's memory that `gpu_memory_utilization` gives, less what the weights and a
+        profile run of the largest batch use."""
+        self.model_runner.profile_run()
+        torch.tpu.synchronize()
+        if self.cache_config.kv_cache_memory_bytes:
+            return self.cache_config.kv_cache_memory_bytes
+        free, total = torch.tpu.mem_get_info(self.device)
+        budget = int(total * self.cache_config.gpu_memory_utilization)
+        used = total - free
+        available = budget - used
+        if available <= 0:
+            raise ValueError(
+                f"No memory left for the KV cache on {self.device}: {used / 2**30:.2f} GiB in use "
+                f"of the {budget / 2**30:.2f} GiB that gpu_memory_utilization="
+                f"{self.cache_config.gpu_memory_utilization} allows; raise it or set "
+                "kv_cache_memory_bytes"
+            )
+        return available
+
+    def compile_or_warm_up_model(self) -> CompilationTimes:
+        # The GPU worker's kernel warm-up tunes CUDA kernels (and imports torchvision); the
+        # step's programs were compiled by the profile run in determine_available_memory.
+        set_random_seed(self.model_config.seed)
+        return CompilationTimes(
+            language_model=self.compilation_config.compilation_time,
+            encoder=self.compilation_config.encoder_compilation_time,
+        )
+
+    def sleep(self, level: int = 1) -> None:
+        logger.warning("Sleep mode is not supported on tpu; ignored.")
+
+    def wake_up(self, tags=None) -> None:
+        logger.warning("Sleep mode is not supported on tpu; ignored.")
