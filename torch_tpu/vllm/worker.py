@@ -1,58 +1,22 @@
-"""vLLM's GPU worker and model runner on a `tpu` device.
+"""vLLM's GPU worker on a `tpu` device, running vLLM's own model runner (`GPUModelRunner`).
 
-The runner is vLLM's own (`GPUModelRunner`); what is CUDA-only in it (streams, CUDA graphs,
-pinned staging buffers) is turned off by the platform's settings or replaced here.
+What is CUDA-only in them is turned off by the platform's settings (CUDA graphs, async
+scheduling and its copy streams) or replaced here (device set-up, memory sizing, the CUDA
+kernel warm-up, the sleep-mode allocator).
 """
 
 import gc
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 import torch
 from vllm.logger import init_logger
 from vllm.platforms import current_platform
 from vllm.utils.mem_utils import MemorySnapshot
 from vllm.utils.torch_utils import set_random_seed
-from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
 logger = init_logger(__name__)
-
-
-@contextmanager
-def _no_cuda_streams():
-    """The runner builds CUDA streams for overlapping copies; tpu work is ordered by the device
-    already, so a stream that waits on nothing stands in for them."""
-
-    class _Stream:
-        def __init__(self, *args, **kwargs):
-            self.device = torch.device("tpu", torch.tpu.current_device())
-
-        def wait_stream(self, *args, **kwargs):
-            pass
-
-        def synchronize(self):
-            torch.tpu.synchronize()
-
-    saved = torch.cuda.Stream
-    torch.cuda.Stream = _Stream
-    try:
-        yield
-    finally:
-        torch.cuda.Stream = saved
-
-
-class TpuModelRunner(GPUModelRunner):
-    def __init__(self, vllm_config, device: torch.device):
-        with _no_cuda_streams():
-            super().__init__(vllm_config, device)
-        self.use_cuda_graph = False
-
-    def _sync_device(self) -> None:
-        torch.tpu.synchronize()
-
-    def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
-        return sampled_token_ids.tolist()
 
 
 class TpuWorker(Worker):
@@ -71,9 +35,6 @@ class TpuWorker(Worker):
         gc.collect()
         self.init_snapshot = MemorySnapshot(device=self.device)
         self._init_workspace_and_model_runner()
-
-    def _make_model_runner(self):
-        return TpuModelRunner(self.vllm_config, self.device)
 
     def _maybe_get_memory_pool_context(self, tag: str):
         return nullcontext()
