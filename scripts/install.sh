@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 python -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   torch==2.13.0 xla-cpu-pjrt==0.0.1 numpy scipy pytest expecttest \
   scikit-build-core==1.1.2 cmake ninja ruff==0.17.6 clang-format==21.1.8 \
-  transformers==5.25.0 accelerate==1.16.0 diffusers==0.42.1 parameterized pytest-timeout jax==0.10.2 \
+  transformers==5.25.0 accelerate==1.16.0 diffusers==0.42.1 parameterized pytest-timeout pytest-xdist==3.8.0 jax==0.10.2 \
   tqdm matplotlib==3.11.2
 if ! command -v ccache >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   # Optional: makes a build in a fresh clone near-instant. Failure to install it is not an error.
