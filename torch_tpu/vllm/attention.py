@@ -33,10 +33,6 @@ class TpuPagedAttentionBackend(AttentionBackend):
         return "TPU_PAGED"
 
     @classmethod
-    def get_supported_head_sizes(cls) -> list[int]:
-        return []  # any
-
-    @classmethod
     def supported_kv_cache_layouts(cls):
         return (KVCacheLayout.LBNHC,)
 
