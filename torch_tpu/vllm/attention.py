@@ -54,15 +54,26 @@ class TpuPagedAttentionBackend(AttentionBackend):
 
 
 @dataclass
+class RequestContext:
+    """What every layer of a step reads of one request: its new tokens' rows in the batch, the
+    cache rows of its whole context, and the positions of its new tokens and of its context."""
+
+    q0: int
+    q1: int
+    slots: torch.Tensor  # [seq_len] cache rows, in position order
+    pos_q: torch.Tensor  # [q_len, 1]
+    pos_k: torch.Tensor  # [1, seq_len]
+
+
+@dataclass
 class TpuPagedAttentionMetadata:
     num_actual_tokens: int
     slot_mapping: torch.Tensor  # [tokens] cache row of each new token
-    block_table: torch.Tensor  # [requests, max blocks]
-    query_start_loc: list[int]  # host copies: the per-request loop slices with them
-    seq_lens: list[int]
+    requests: list[RequestContext]  # built once per step, read by every layer
 
 
 class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentionMetadata]):
+    # Spelled out: the base class declares __init__ abstract.
     def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
 
@@ -78,12 +89,31 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
             if m.seq_lens_cpu_upper_bound is not None
             else m.seq_lens.cpu()
         )
+        starts = m.query_start_loc_cpu[: m.num_reqs + 1].tolist()
+        block_size = self.kv_cache_spec.block_size
+        device = m.block_table_tensor.device
+        offsets = torch.arange(block_size, device=device)
+        requests = []
+        for r, seq_len in enumerate(seq_lens[: m.num_reqs].tolist()):
+            q0, q1 = starts[r], starts[r + 1]
+            if q1 == q0:
+                continue
+            blocks = (seq_len + block_size - 1) // block_size
+            slots = (m.block_table_tensor[r, :blocks, None].long() * block_size + offsets).reshape(
+                -1
+            )
+            # New tokens are the last q_len of the sequence: token i sits at seq_len - q_len + i.
+            requests.append(
+                RequestContext(
+                    q0=q0,
+                    q1=q1,
+                    slots=slots[:seq_len],
+                    pos_q=torch.arange(seq_len - (q1 - q0), seq_len, device=device)[:, None],
+                    pos_k=torch.arange(seq_len, device=device)[None, :],
+                )
+            )
         return TpuPagedAttentionMetadata(
-            num_actual_tokens=m.num_actual_tokens,
-            slot_mapping=m.slot_mapping,
-            block_table=m.block_table_tensor,
-            query_start_loc=m.query_start_loc_cpu[: m.num_reqs + 1].tolist(),
-            seq_lens=seq_lens[: m.num_reqs].tolist(),
+            num_actual_tokens=m.num_actual_tokens, slot_mapping=m.slot_mapping, requests=requests
         )
 
 
@@ -147,32 +177,20 @@ class TpuPagedAttentionImpl(AttentionImpl):
             raise NotImplementedError("fused output quantization is not supported on tpu")
         if attn_metadata is None:  # profile run
             return output
-        block_size = kv_cache.shape[2]
         rows = self._rows(kv_cache)
         group = self.num_heads // self.num_kv_heads
-        starts = attn_metadata.query_start_loc
-        for r, seq_len in enumerate(attn_metadata.seq_lens):
-            q0, q1 = starts[r], starts[r + 1]
-            if q1 == q0:
-                continue
-            blocks = (seq_len + block_size - 1) // block_size
-            slots = (
-                attn_metadata.block_table[r, :blocks, None].long() * block_size
-                + torch.arange(block_size, device=rows.device)
-            ).reshape(-1)[:seq_len]
-            kv = rows.index_select(0, slots)  # [seq_len, kv_heads, 2 * head_size]
+        for req in attn_metadata.requests:
+            q0, q1 = req.q0, req.q1
+            kv = rows.index_select(0, req.slots)  # [seq_len, kv_heads, 2 * head_size]
             k = kv[..., : self.head_size].transpose(0, 1)
             v = kv[..., self.head_size :].transpose(0, 1)
             if group > 1:
                 k = k.repeat_interleave(group, dim=0)
                 v = v.repeat_interleave(group, dim=0)
             q = query[q0:q1].transpose(0, 1)  # [heads, q_len, head_size]
-            # New tokens are the last q_len of the sequence: token i sits at seq_len - q_len + i.
-            pos_q = torch.arange(seq_len - (q1 - q0), seq_len, device=q.device)[:, None]
-            pos_k = torch.arange(seq_len, device=q.device)[None, :]
-            allowed = pos_k <= pos_q
+            allowed = req.pos_k <= req.pos_q
             if self.sliding_window is not None:
-                allowed &= pos_k > pos_q - self.sliding_window
+                allowed &= req.pos_k > req.pos_q - self.sliding_window
             scores = torch.matmul(q, k.transpose(1, 2)).float() * self.scale
             if self.logits_soft_cap:
                 scores = self.logits_soft_cap * torch.tanh(scores / self.logits_soft_cap)
