@@ -33,14 +33,19 @@ def _operands(seed=0):
 
 
 def _steps_for(seconds):
-    """Chain length whose run takes about `seconds` on this machine (measured in strict mode)."""
+    """Chain length whose run takes at least `seconds` on this machine (measured in strict mode).
+
+    The fastest of three measurements: one taken while other processes held the cores would
+    give a chain that an idle machine finishes before the test can look at it."""
     a, b = _operands()
     a, b = a.to("tpu"), b.to("tpu")
     with torch_tpu.eager_mode("strict"):
         _chain(a, b, 2).cpu()  # compiles
-        t0 = time.perf_counter()
-        _chain(a, b, 4).cpu()
-        per_step = (time.perf_counter() - t0) / 4
+        per_step = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            _chain(a, b, 4).cpu()
+            per_step = min(per_step, (time.perf_counter() - t0) / 4)
     return max(4, int(seconds / per_step))
 
 
