@@ -1,17 +1,24 @@
-"""Paged attention for vLLM on `tpu`, in PyTorch ops (lowered like any other).
+"""Paged attention for vLLM on `tpu`, in PyTorch ops (lowered like any other), at fixed shapes.
 
 The KV cache of a layer is laid out [blocks, block_size, kv_heads, 2 * head_size] in memory
 (vLLM's LBNHC layout, seen by the backend as [blocks, kv_heads, block_size, 2 * head_size]): a
 token's keys and values for every head are one row of the cache flattened to
 [blocks * block_size, kv_heads, 2 * head_size], so writing a step's tokens is an `index_copy_`
-of their rows at `slot_mapping`. Each request then attends over its own context, gathered
-through its block table, with the causal offset of its new tokens (chunked prefill and decode
-in one batch) and an optional sliding window.
+of their rows at `slot_mapping` (padding tokens write to vLLM's null block, which no request owns).
+
+The step's queries are then read in two groups of fixed size, each row of a group attending over
+the first `context` positions of its request's cache (gathered through the block table) with the
+causal and sliding-window mask of its position: one row per one-token request (decode), and
+tiles of `tile` consecutive tokens of one longer request (prefill, chunked or not). The group
+sizes follow from the step's token bucket and `context` is a bucket too, so a step's program
+depends on its buckets only, never on how its requests are made up.
 """
 
+import contextlib
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 import torch
 from vllm.v1.attention.backend import (
     AttentionBackend,
@@ -21,6 +28,8 @@ from vllm.v1.attention.backend import (
     CommonAttentionMetadata,
 )
 from vllm.v1.kv_cache_layout import KVCacheLayout
+
+from torch_tpu.vllm.buckets import StepBuckets
 
 
 class TpuPagedAttentionBackend(AttentionBackend):
@@ -53,29 +62,52 @@ class TpuPagedAttentionBackend(AttentionBackend):
         return TpuPagedAttentionMetadataBuilder
 
 
-@dataclass
-class RequestContext:
-    """What every layer of a step reads of one request: its new tokens' rows in the batch, the
-    cache rows of its whole context, and the positions of its new tokens and of its context."""
+@dataclass(frozen=True)
+class StepShape:
+    """What a step's attention program depends on, besides the token bucket."""
 
-    q0: int
-    q1: int
-    slots: torch.Tensor  # [seq_len] cache rows, in position order
-    pos_q: torch.Tensor  # [q_len, 1]
-    pos_k: torch.Tensor  # [1, seq_len]
+    decodes: bool  # has the group of one-token requests
+    prefills: bool  # has the group of tiles of longer requests
+    context: int  # context bucket
+
+
+@dataclass
+class QueryGroup:
+    """Query rows read as [rows, width] (width 1 for decodes, the tile size for prefills)."""
+
+    token: torch.Tensor  # [rows, width] batch row of each query (padding: 0)
+    position: torch.Tensor  # [rows, width] its position (padding: 0, so it sees one key)
+    slots: torch.Tensor  # [rows, context] cache rows of its request's context, by position
 
 
 @dataclass
 class TpuPagedAttentionMetadata:
     num_actual_tokens: int
-    slot_mapping: torch.Tensor  # [tokens] cache row of each new token
-    requests: list[RequestContext]  # built once per step, read by every layer
+    groups: list[QueryGroup]
+    positions: torch.Tensor  # [context] the positions of a context's cache rows
+    source: torch.Tensor  # [padded tokens] each batch row's row in the groups' joined outputs
+
+
+_forced_shape: StepShape | None = None
+
+
+@contextlib.contextmanager
+def forcing(shape: StepShape):
+    """Builds every step's metadata at `shape`, all padding: how start-up compiles each bucket
+    with vLLM's dummy batches."""
+    global _forced_shape
+    _forced_shape = shape
+    try:
+        yield
+    finally:
+        _forced_shape = None
 
 
 class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentionMetadata]):
     # Spelled out: the base class declares __init__ abstract.
     def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
+        self.buckets = StepBuckets.from_config(vllm_config)
 
     def build(
         self,
@@ -84,36 +116,74 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
         fast_build: bool = False,
     ):
         m = common_attn_metadata
+        padded = self.buckets.pad_tokens(m.num_actual_tokens)
+        num_reqs = m.num_reqs
+        starts = m.query_start_loc_cpu[: num_reqs + 1].numpy()
         seq_lens = (
-            m.seq_lens_cpu_upper_bound
-            if m.seq_lens_cpu_upper_bound is not None
-            else m.seq_lens.cpu()
+            (m.seq_lens_cpu_upper_bound if m.seq_lens_cpu_upper_bound is not None else m.seq_lens)[
+                :num_reqs
+            ]
+            .cpu()
+            .numpy()
         )
-        starts = m.query_start_loc_cpu[: m.num_reqs + 1].tolist()
-        block_size = self.kv_cache_spec.block_size
-        device = m.block_table_tensor.device
-        offsets = torch.arange(block_size, device=device)
-        requests = []
-        for r, seq_len in enumerate(seq_lens[: m.num_reqs].tolist()):
-            q0, q1 = starts[r], starts[r + 1]
-            if q1 == q0:
-                continue
-            blocks = (seq_len + block_size - 1) // block_size
-            slots = (m.block_table_tensor[r, :blocks, None].long() * block_size + offsets).reshape(
-                -1
-            )
-            # New tokens are the last q_len of the sequence: token i sits at seq_len - q_len + i.
-            requests.append(
-                RequestContext(
-                    q0=q0,
-                    q1=q1,
-                    slots=slots[:seq_len],
-                    pos_q=torch.arange(seq_len - (q1 - q0), seq_len, device=device)[:, None],
-                    pos_k=torch.arange(seq_len, device=device)[None, :],
-                )
-            )
+        query_lens = np.diff(starts)
+        decodes = np.flatnonzero(query_lens == 1)
+        prefills = np.flatnonzero(query_lens > 1)
+        shape = _forced_shape or StepShape(
+            decodes=len(decodes) > 0,
+            prefills=len(prefills) > 0,
+            context=self.buckets.pad_context(int(seq_lens.max(initial=1))),
+        )
+        if _forced_shape is not None:
+            decodes = prefills = np.zeros(0, dtype=np.int64)
+
+        source = np.zeros(padded, dtype=np.int64)
+        groups, rows_before = [], 0
+        if shape.decodes:
+            rows = self.buckets.decode_rows(padded)
+            token, position, request = (np.zeros((rows, 1), np.int64) for _ in range(3))
+            token[: len(decodes), 0] = starts[decodes]
+            position[: len(decodes), 0] = seq_lens[decodes] - 1
+            request[: len(decodes), 0] = decodes
+            source[starts[decodes]] = np.arange(len(decodes))
+            groups.append(self._group(m, token, position, request[:, 0], shape.context))
+            rows_before = rows
+        if shape.prefills:
+            tile = self.buckets.tile
+            rows = self.buckets.prefill_tiles(padded)
+            token, position = np.zeros((rows, tile), np.int64), np.zeros((rows, tile), np.int64)
+            request = np.zeros(rows, np.int64)
+            t = 0
+            for r in prefills:
+                q0, q1 = int(starts[r]), int(starts[r + 1])
+                first_position = int(seq_lens[r]) - (q1 - q0)
+                for begin in range(q0, q1, tile):
+                    end = min(begin + tile, q1)
+                    token[t, : end - begin] = np.arange(begin, end)
+                    position[t, : end - begin] = first_position + np.arange(begin - q0, end - q0)
+                    request[t] = r
+                    source[begin:end] = rows_before + t * tile + np.arange(end - begin)
+                    t += 1
+            groups.append(self._group(m, token, position, request, shape.context))
         return TpuPagedAttentionMetadata(
-            num_actual_tokens=m.num_actual_tokens, slot_mapping=m.slot_mapping, requests=requests
+            num_actual_tokens=m.num_actual_tokens,
+            groups=groups,
+            positions=torch.arange(shape.context, device=self.device),
+            source=self._upload(source),
+        )
+
+    def _upload(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(array).to(self.device, non_blocking=True)
+
+    def _group(self, m, token, position, request, context) -> QueryGroup:
+        block_size = self.kv_cache_spec.block_size
+        blocks = m.block_table_tensor.index_select(0, self._upload(request))
+        blocks = blocks[:, : context // block_size].long() * block_size
+        offsets = torch.arange(block_size, device=self.device)
+        return QueryGroup(
+            token=self._upload(token),
+            position=self._upload(position),
+            slots=(blocks[:, :, None] + offsets).reshape(len(request), context),
         )
 
 
@@ -156,9 +226,10 @@ class TpuPagedAttentionImpl(AttentionImpl):
         return kv_cache.permute(0, 2, 1, 3).reshape(blocks * block_size, heads, content)
 
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping) -> None:
+        # Padding tokens (slot -1) write to row 0, in vLLM's null block.
         n = slot_mapping.shape[0]
         self._rows(kv_cache).index_copy_(
-            0, slot_mapping.long(), torch.cat([key[:n], value[:n]], dim=-1)
+            0, slot_mapping.long().clamp(min=0), torch.cat([key[:n], value[:n]], dim=-1)
         )
 
     def forward(
@@ -178,24 +249,34 @@ class TpuPagedAttentionImpl(AttentionImpl):
         if attn_metadata is None:  # profile run
             return output
         rows = self._rows(kv_cache)
-        group = self.num_heads // self.num_kv_heads
-        for req in attn_metadata.requests:
-            q0, q1 = req.q0, req.q1
-            kv = rows.index_select(0, req.slots)  # [seq_len, kv_heads, 2 * head_size]
-            k = kv[..., : self.head_size].transpose(0, 1)
-            v = kv[..., self.head_size :].transpose(0, 1)
-            if group > 1:
-                k = k.repeat_interleave(group, dim=0)
-                v = v.repeat_interleave(group, dim=0)
-            q = query[q0:q1].transpose(0, 1)  # [heads, q_len, head_size]
-            allowed = req.pos_k <= req.pos_q
-            if self.sliding_window is not None:
-                allowed &= req.pos_k > req.pos_q - self.sliding_window
-            scores = torch.matmul(q, k.transpose(1, 2)).float() * self.scale
-            if self.logits_soft_cap:
-                scores = self.logits_soft_cap * torch.tanh(scores / self.logits_soft_cap)
-            scores = scores.masked_fill(~allowed, float("-inf"))
-            probs = torch.softmax(scores, dim=-1).to(v.dtype)
-            out = torch.matmul(probs, v).transpose(0, 1)  # [q_len, heads, head_size]
-            output[q0:q1] = out.reshape(q1 - q0, *output.shape[1:])
+        outputs = [
+            self._attend(query, rows, g, attn_metadata.positions) for g in attn_metadata.groups
+        ]
+        joined = outputs[0] if len(outputs) == 1 else torch.cat(outputs)
+        n = attn_metadata.source.shape[0]
+        output[:n] = joined.index_select(0, attn_metadata.source).view_as(output[:n])
         return output
+
+    def _attend(self, query, rows, group: QueryGroup, positions) -> torch.Tensor:
+        """[rows · width, heads, head_size]: each query row over its request's context."""
+        n, width = group.token.shape
+        context = group.slots.shape[1]
+        kv_heads, per_kv = self.num_kv_heads, self.num_heads // self.num_kv_heads
+        d = self.head_size
+        # Query head h reads kv head h // per_kv: the query heads of one kv head are adjacent.
+        q = query.index_select(0, group.token.reshape(-1)).view(n, width, kv_heads, per_kv, d)
+        q = q.permute(0, 2, 3, 1, 4).reshape(n, kv_heads, per_kv * width, d)
+        kv = rows.index_select(0, group.slots.reshape(-1)).view(n, context, kv_heads, 2 * d)
+        k = kv[..., :d].permute(0, 2, 3, 1)  # [n, kv_heads, d, context]
+        v = kv[..., d:].transpose(1, 2)  # [n, kv_heads, context, d]
+        scores = torch.matmul(q, k).float() * self.scale
+        if self.logits_soft_cap:
+            scores = self.logits_soft_cap * torch.tanh(scores / self.logits_soft_cap)
+        query_position = group.position[:, None, None, :].expand(n, 1, per_kv, width)
+        query_position = query_position.reshape(n, 1, per_kv * width, 1)
+        allowed = positions <= query_position
+        if self.sliding_window is not None:
+            allowed &= positions > query_position - self.sliding_window
+        probs = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).to(v.dtype)
+        out = torch.matmul(probs, v).view(n, kv_heads, per_kv, width, d)
+        return out.permute(0, 3, 1, 2, 4).reshape(n * width, self.num_heads, d)

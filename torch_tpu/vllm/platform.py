@@ -8,7 +8,7 @@ from vllm.logger import init_logger
 from vllm.platforms.interface import Platform, PlatformEnum
 from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
-logger = init_logger(__name__)
+logger = init_logger(f"vllm.{__name__}")  # vLLM configures its own namespace only
 
 ATTENTION_BACKEND = "torch_tpu.vllm.attention.TpuPagedAttentionBackend"
 # vLLM names attention backends by enum member (logs, `--attention-backend`, its checks).

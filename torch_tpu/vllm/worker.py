@@ -1,4 +1,5 @@
-"""vLLM's GPU worker on a `tpu` device, running vLLM's own model runner (`GPUModelRunner`).
+"""vLLM's GPU worker on a `tpu` device, running vLLM's model runner at fixed shapes
+(`TpuModelRunner`) in fused eager mode.
 
 What is CUDA-only in them is turned off by the platform's settings (CUDA graphs, async
 scheduling and its copy streams) or replaced here (device set-up, memory sizing, the CUDA
@@ -16,13 +17,18 @@ from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
-logger = init_logger(__name__)
+import torch_tpu
+from torch_tpu.vllm.model_runner import TpuModelRunner
+
+logger = init_logger(f"vllm.{__name__}")  # vLLM configures its own namespace only
 
 
 class TpuWorker(Worker):
     def init_device(self):
         self.device = torch.device("tpu", self.local_rank)
         current_platform.set_device(self.device)
+        # A step is recorded and run as a few programs, not launched op by op.
+        torch_tpu.set_eager_mode("fused")
         current_platform.check_if_supports_dtype(self.model_config.dtype)
         init_worker_distributed_environment(
             self.vllm_config,
@@ -35,6 +41,9 @@ class TpuWorker(Worker):
         gc.collect()
         self.init_snapshot = MemorySnapshot(device=self.device)
         self._init_workspace_and_model_runner()
+
+    def _make_model_runner(self):
+        return TpuModelRunner(self.vllm_config, self.device)
 
     def _maybe_get_memory_pool_context(self, tag: str):
         return nullcontext()
@@ -61,13 +70,17 @@ class TpuWorker(Worker):
         return available
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
-        # The GPU worker's kernel warm-up tunes CUDA kernels (and imports torchvision); the
-        # step's programs were compiled by the profile run in determine_available_memory.
+        # In place of the GPU worker's warm-up, which tunes CUDA kernels and captures graphs.
+        self.model_runner.compile_buckets()
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,
             encoder=self.compilation_config.encoder_compilation_time,
         )
+
+    def compiles_since_start_up(self) -> int:
+        """For `LLM.collective_rpc("compiles_since_start_up")`."""
+        return self.model_runner.compiles_since_start_up()
 
     def sleep(self, level: int = 1) -> None:
         logger.warning("Sleep mode is not supported on tpu; ignored.")
