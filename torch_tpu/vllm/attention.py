@@ -84,7 +84,6 @@ class QueryGroup:
 class TpuPagedAttentionMetadata:
     num_actual_tokens: int
     groups: list[QueryGroup]
-    positions: torch.Tensor  # [context] the positions of a context's cache rows
     source: torch.Tensor  # [padded tokens] each batch row's row in the groups' joined outputs
 
 
@@ -108,6 +107,7 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
     def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.buckets = StepBuckets.from_config(vllm_config)
+        self.block_table_cpu: np.ndarray | None = None  # [max requests, blocks], set by the runner
 
     def build(
         self,
@@ -146,7 +146,7 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
             position[: len(decodes), 0] = seq_lens[decodes] - 1
             request[: len(decodes), 0] = decodes
             source[starts[decodes]] = np.arange(len(decodes))
-            groups.append(self._group(m, token, position, request[:, 0], shape.context))
+            groups.append(self._group(token, position, request[:, 0], shape.context))
             rows_before = rows
         if shape.prefills:
             tile = self.buckets.tile
@@ -164,26 +164,27 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
                     request[t] = r
                     source[begin:end] = rows_before + t * tile + np.arange(end - begin)
                     t += 1
-            groups.append(self._group(m, token, position, request, shape.context))
+            groups.append(self._group(token, position, request, shape.context))
         return TpuPagedAttentionMetadata(
             num_actual_tokens=m.num_actual_tokens,
             groups=groups,
-            positions=torch.arange(shape.context, device=self.device),
             source=self._upload(source),
         )
 
     def _upload(self, array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array).to(self.device, non_blocking=True)
 
-    def _group(self, m, token, position, request, context) -> QueryGroup:
+    def _group(self, token, position, request, context) -> QueryGroup:
+        # Built on the host from the runner's copy of the block table: computed on the device,
+        # in the preparation's graph, they could arrive padded by its dynamism and change the
+        # forward's program.
         block_size = self.kv_cache_spec.block_size
-        blocks = m.block_table_tensor.index_select(0, self._upload(request))
-        blocks = blocks[:, : context // block_size].long() * block_size
-        offsets = torch.arange(block_size, device=self.device)
+        blocks = self.block_table_cpu[request, : context // block_size].astype(np.int64)
+        slots = blocks[:, :, None] * block_size + np.arange(block_size)
         return QueryGroup(
             token=self._upload(token),
             position=self._upload(position),
-            slots=(blocks[:, :, None] + offsets).reshape(len(request), context),
+            slots=self._upload(slots.reshape(len(request), context)),
         )
 
 
@@ -249,15 +250,13 @@ class TpuPagedAttentionImpl(AttentionImpl):
         if attn_metadata is None:  # profile run
             return output
         rows = self._rows(kv_cache)
-        outputs = [
-            self._attend(query, rows, g, attn_metadata.positions) for g in attn_metadata.groups
-        ]
+        outputs = [self._attend(query, rows, g) for g in attn_metadata.groups]
         joined = outputs[0] if len(outputs) == 1 else torch.cat(outputs)
         n = attn_metadata.source.shape[0]
         output[:n] = joined.index_select(0, attn_metadata.source).view_as(output[:n])
         return output
 
-    def _attend(self, query, rows, group: QueryGroup, positions) -> torch.Tensor:
+    def _attend(self, query, rows, group: QueryGroup) -> torch.Tensor:
         """[rows · width, heads, head_size]: each query row over its request's context."""
         n, width = group.token.shape
         context = group.slots.shape[1]
@@ -272,6 +271,7 @@ class TpuPagedAttentionImpl(AttentionImpl):
         scores = torch.matmul(q, k).float() * self.scale
         if self.logits_soft_cap:
             scores = self.logits_soft_cap * torch.tanh(scores / self.logits_soft_cap)
+        positions = torch.arange(context, device=query.device)  # of the context's cache rows
         query_position = group.position[:, None, None, :].expand(n, 1, per_kv, width)
         query_position = query_position.reshape(n, 1, per_kv * width, 1)
         allowed = positions <= query_position

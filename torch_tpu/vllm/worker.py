@@ -78,7 +78,7 @@ class TpuWorker(Worker):
             encoder=self.compilation_config.encoder_compilation_time,
         )
 
-    def compiles_since_start_up(self) -> int:
+    def compiles_since_start_up(self) -> dict[str, int]:
         """For `LLM.collective_rpc("compiles_since_start_up")`."""
         return self.model_runner.compiles_since_start_up()
 
