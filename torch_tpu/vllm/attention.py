@@ -222,15 +222,28 @@ class TpuPagedAttentionImpl(AttentionImpl):
         self.attn_type = attn_type
         self.kv_sharing_target_layer_name = kv_sharing_target_layer_name
 
-    def _rows(self, kv_cache: torch.Tensor) -> torch.Tensor:
+    def _rows(self, kv_cache: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """The cache as rows, and the row of this layer's first slot in them.
+
+        vLLM places every layer's cache in one allocation. The rows span all of it when the
+        layer's rows are whole rows of it: written through a view of one layer's part, the
+        update is lowered as that part's copy, scattered and written back (about 70 ms a step
+        for a 256 MiB cache on XLA:CPU); over the whole allocation it is a scatter in place."""
         blocks, heads, block_size, content = kv_cache.shape
-        return kv_cache.permute(0, 2, 1, 3).reshape(blocks * block_size, heads, content)
+        rows = kv_cache.permute(0, 2, 1, 3)
+        row = heads * content
+        first, partial = divmod(kv_cache.storage_offset(), row)
+        if not rows.is_contiguous() or partial:
+            return rows.reshape(blocks * block_size, heads, content), 0
+        total = kv_cache.untyped_storage().nbytes() // (row * kv_cache.element_size())
+        return kv_cache.as_strided((total, heads, content), (row, content, 1), 0), first
 
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping) -> None:
-        # Padding tokens (slot -1) write to row 0, in vLLM's null block.
+        # Padding tokens (slot -1) write to the layer's row 0, in vLLM's null block.
         n = slot_mapping.shape[0]
-        self._rows(kv_cache).index_copy_(
-            0, slot_mapping.long().clamp(min=0), torch.cat([key[:n], value[:n]], dim=-1)
+        rows, first = self._rows(kv_cache)
+        rows.index_copy_(
+            0, slot_mapping.long().clamp(min=0) + first, torch.cat([key[:n], value[:n]], dim=-1)
         )
 
     def forward(
@@ -249,14 +262,14 @@ class TpuPagedAttentionImpl(AttentionImpl):
             raise NotImplementedError("fused output quantization is not supported on tpu")
         if attn_metadata is None:  # profile run
             return output
-        rows = self._rows(kv_cache)
-        outputs = [self._attend(query, rows, g) for g in attn_metadata.groups]
+        rows, first = self._rows(kv_cache)
+        outputs = [self._attend(query, rows, first, g) for g in attn_metadata.groups]
         joined = outputs[0] if len(outputs) == 1 else torch.cat(outputs)
         n = attn_metadata.source.shape[0]
         output[:n] = joined.index_select(0, attn_metadata.source).view_as(output[:n])
         return output
 
-    def _attend(self, query, rows, group: QueryGroup) -> torch.Tensor:
+    def _attend(self, query, rows, first, group: QueryGroup) -> torch.Tensor:
         """[rows · width, heads, head_size]: each query row over its request's context."""
         n, width = group.token.shape
         context = group.slots.shape[1]
@@ -265,7 +278,8 @@ class TpuPagedAttentionImpl(AttentionImpl):
         # Query head h reads kv head h // per_kv: the query heads of one kv head are adjacent.
         q = query.index_select(0, group.token.reshape(-1)).view(n, width, kv_heads, per_kv, d)
         q = q.permute(0, 2, 3, 1, 4).reshape(n, kv_heads, per_kv * width, d)
-        kv = rows.index_select(0, group.slots.reshape(-1)).view(n, context, kv_heads, 2 * d)
+        kv = rows.index_select(0, group.slots.reshape(-1) + first)
+        kv = kv.view(n, context, kv_heads, 2 * d)
         k = kv[..., :d].permute(0, 2, 3, 1)  # [n, kv_heads, d, context]
         v = kv[..., d:].transpose(1, 2)  # [n, kv_heads, context, d]
         scores = torch.matmul(q, k).float() * self.scale
