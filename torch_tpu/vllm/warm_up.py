@@ -3,14 +3,13 @@
 The forward's buckets are run by `TpuModelRunner.compile_buckets`; the graphs around it (vLLM's
 input preparation, the logits and the sampler) are shaped by the number of requests and tokens
 and turn dynamic in torch_tpu's automatic dynamism: compiled exactly at a first size, then once
-per dynamism bucket. These steps run each of them at two sizes and at every dynamism bucket a
-step can reach, for greedy and for random sampling, so serving compiles none of them.
+per dynamism bucket and pattern of equal sizes. These steps run them at every token bucket and
+at several numbers of requests, for greedy and for random sampling, so that serving meets few
+new ones (which ones is not predictable: a coincidence of two sizes compiles its own program).
 """
 
 from vllm.sampling_params import SamplingParams
 from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
-
-import torch_tpu
 
 # Greedy, and what vLLM's benchmarks and OpenAI defaults ask for.
 SAMPLINGS = (SamplingParams(temperature=0.0), SamplingParams(temperature=1.0, top_p=1.0))
@@ -36,21 +35,22 @@ def _step(runner, scheduler_output):
         runner.sample_tokens(None)
 
 
-def batch_sizes(max_requests, max_tokens, max_len):
-    """(requests, prompt length) pairs: two sizes inside the first dynamism bucket, then one
-    reaching into each larger bucket of tokens."""
+def batch_sizes(max_requests, token_buckets, max_len):
+    """(requests, prompt length) pairs: a prefill filling each token bucket of the forward past
+    the one below (the logits read the forward's padded output), then batches of 2, 4, 8, …
+    requests, so that the graphs sized by the number of requests vary inside their dynamism
+    buckets as they do while serving."""
     max_prompt = max_len - 2  # room for the decode step
-    sizes = [(1, 2), (2, 3)]
-    tokens = torch_tpu.dynamism.bucket(6)
-    while tokens < max_tokens:
-        target = min(max_tokens, tokens + 1)
-        requests = min(max_requests, -(-target // max_prompt))
-        prompt_len = min(max_prompt, -(-target // requests), max_tokens // requests)
-        sizes.append((requests, prompt_len))
-        tokens = torch_tpu.dynamism.bucket(max(target, requests * prompt_len))
-    if max_requests > sizes[-1][0]:
-        sizes.append((max_requests, 2))
-    return sizes
+    sizes = [(1, 2)]
+    for tokens in token_buckets[1:]:
+        requests = min(max_requests, -(-tokens // max_prompt))
+        sizes.append((requests, min(max_prompt, tokens // requests)))
+    requests = 2
+    while requests < max_requests:
+        sizes.append((requests, 3))
+        requests *= 2
+    sizes.append((max_requests, 3))
+    return list(dict.fromkeys(sizes))
 
 
 def serve_made_up_requests(runner) -> None:
@@ -60,7 +60,7 @@ def serve_made_up_requests(runner) -> None:
     block_size = config.cache_config.block_size
     sizes = batch_sizes(
         config.scheduler_config.max_num_seqs,
-        config.scheduler_config.max_num_batched_tokens,
+        runner.step_buckets.tokens,
         config.model_config.max_model_len,
     )
     for s, params in enumerate(SAMPLINGS):
