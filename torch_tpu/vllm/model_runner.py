@@ -69,8 +69,10 @@ class TpuModelRunner(GPUModelRunner):
     def step_shapes(self):
         """(token bucket, StepShape) of every step the scheduler can make."""
         buckets = self.step_buckets
+        # A step of decodes only has at most max_num_seqs tokens: up to that count's bucket.
+        decodes_up_to = buckets.pad_tokens(min(buckets.max_requests, buckets.tokens[-1]))
         for tokens, context in itertools.product(buckets.tokens, buckets.contexts):
-            if tokens <= buckets.max_requests:
+            if tokens <= decodes_up_to:
                 yield tokens, StepShape(decodes=True, prefills=False, context=context)
             if tokens >= 2:
                 yield tokens, StepShape(decodes=False, prefills=True, context=context)
