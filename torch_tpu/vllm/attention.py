@@ -119,13 +119,9 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
         padded = self.buckets.pad_tokens(m.num_actual_tokens)
         num_reqs = m.num_reqs
         starts = m.query_start_loc_cpu[: num_reqs + 1].numpy()
-        seq_lens = (
-            (m.seq_lens_cpu_upper_bound if m.seq_lens_cpu_upper_bound is not None else m.seq_lens)[
-                :num_reqs
-            ]
-            .cpu()
-            .numpy()
-        )
+        # Exact here: vLLM's bound is loose only for asynchronous speculative decoding.
+        bound = m.seq_lens_cpu_upper_bound
+        seq_lens = (bound if bound is not None else m.seq_lens)[:num_reqs].cpu().numpy()
         query_lens = np.diff(starts)
         decodes = np.flatnonzero(query_lens == 1)
         prefills = np.flatnonzero(query_lens > 1)
@@ -141,12 +137,13 @@ class TpuPagedAttentionMetadataBuilder(AttentionMetadataBuilder[TpuPagedAttentio
         groups, rows_before = [], 0
         if shape.decodes:
             rows = self.buckets.decode_rows(padded)
-            token, position, request = (np.zeros((rows, 1), np.int64) for _ in range(3))
+            token, position = np.zeros((rows, 1), np.int64), np.zeros((rows, 1), np.int64)
+            request = np.zeros(rows, np.int64)
             token[: len(decodes), 0] = starts[decodes]
             position[: len(decodes), 0] = seq_lens[decodes] - 1
-            request[: len(decodes), 0] = decodes
+            request[: len(decodes)] = decodes
             source[starts[decodes]] = np.arange(len(decodes))
-            groups.append(self._group(token, position, request[:, 0], shape.context))
+            groups.append(self._group(token, position, request, shape.context))
             rows_before = rows
         if shape.prefills:
             tile = self.buckets.tile
