@@ -17,7 +17,6 @@ import argparse
 import gc
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from common import free_port
 
 MiB = 1 << 20
 RESULT = "RESULT "  # prefix of the lines a worker hands back to the launcher
@@ -216,12 +216,6 @@ def ddp(args):
 
 # ---------------------------------------------------------------------------------------------
 # launcher
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def torchrun(nproc, worker_args):

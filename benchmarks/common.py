@@ -1,6 +1,7 @@
 """Helpers shared by the benchmark scripts (not tests: they print numbers, assert nothing)."""
 
 import os
+import socket
 import statistics
 import sys
 import time
@@ -41,3 +42,10 @@ def median_us(fn, n, repeat=5):
 
 def machine():
     return f"{os.cpu_count()} cores, torch {torch.__version__}"
+
+
+def free_port():
+    """A free TCP port on the loopback address."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -35,7 +35,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from common import machine
+from common import free_port, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
@@ -214,12 +213,6 @@ def offline(platform, batch, model, a, work):
         f" {start_up and round(start_up, 1)} s, compiles after start-up {compiles}"
     )
     return result
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http(url, body=None, timeout=10):
