@@ -11,6 +11,9 @@
 #   bash scripts/vllm_env.sh && .venv-vllm/bin/python -c "import vllm"
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Test files in two pytest workers may both ask for the venv: one builds, the other waits.
+exec 9>.venv-vllm.lock
+flock 9
 VENV=.venv-vllm
 PY=$VENV/bin/python
 if [ -x "$PY" ] && "$PY" - <<'PY' 2>/dev/null; then

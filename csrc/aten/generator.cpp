@@ -45,8 +45,9 @@ c10::intrusive_ptr<c10::TensorImpl> TpuGeneratorImpl::get_state() const {
 }
 
 std::pair<uint64_t, uint64_t> TpuGeneratorImpl::next(uint64_t count) {
-  std::pair<uint64_t, uint64_t> r{seed_, offset_};
-  offset_ += count;
+  constexpr uint64_t kValuesPerCall = uint64_t{1} << 32;
+  std::pair<uint64_t, uint64_t> r{seed_, offset_ << 30};
+  offset_ += 4 * ((count + kValuesPerCall - 1) / kValuesPerCall);
   return r;
 }
 

@@ -18,7 +18,10 @@ class TpuGeneratorImpl : public c10::GeneratorImpl {
   // State: 16 bytes, seed then offset (little-endian uint64s) in a CPU uint8 tensor.
   void set_state(const c10::TensorImpl& new_state) override;
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override;
-  // Returns the (seed, offset) to use for a call consuming `count` values, and advances.
+  // Returns the rng_bit_generator state (seed, counter) for a call drawing `count` values, and
+  // advances the offset as CUDA's Philox offset advances: by 4 for a call of up to 2^32 values.
+  // Code written for CUDA counts on that (vLLM steps a discarded sample's generator back by 4);
+  // a unit of offset is 2^30 counters, so calls never draw overlapping numbers.
   std::pair<uint64_t, uint64_t> next(uint64_t count);
   static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
 

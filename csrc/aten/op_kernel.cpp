@@ -547,9 +547,9 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     uint64_t count = 1;
     for (const ir::Type& t : compiled->plan.result_types) count += static_cast<uint64_t>(t.numel());
     std::lock_guard<std::mutex> lock(gen.mutex());
-    auto [seed, offset] = gen.get<TpuGeneratorImpl>()->next(count);
+    auto [seed, counter] = gen.get<TpuGeneratorImpl>()->next(count);
     u.call.seed = seed;
-    u.call.rng_offset = offset;
+    u.call.rng_counter = counter;
   }
   std::vector<at::Tensor> outs = run_op(compiled, u.call, std::move(key));
 

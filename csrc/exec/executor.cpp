@@ -309,7 +309,7 @@ void append_runtime_inputs(const OpCall& call, std::vector<runtime::BufferPtr>& 
     args.push_back(keep.back()->raw());
   }
   if (call.random) {
-    uint64_t state[2] = {call.seed, call.rng_offset};
+    uint64_t state[2] = {call.seed, call.rng_counter};
     keep.push_back(upload(state, ir::DType::U64, {2}, call.device));
     args.push_back(keep.back()->raw());
   }

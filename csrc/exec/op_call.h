@@ -82,7 +82,7 @@ struct OpCall {
   std::vector<HostScalar> scalars;
   std::vector<int> written_views;  // views the op writes, in result order
   bool random = false;
-  uint64_t seed = 0, rng_offset = 0;
+  uint64_t seed = 0, rng_counter = 0;
   std::shared_ptr<const DynamicSpec> dynamic;  // null: every quantity is a constant
 
   // Compact bytes identifying everything the compiled program depends on.

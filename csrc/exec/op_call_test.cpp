@@ -112,7 +112,7 @@ TEST(OpCallKey, RuntimeValuesDoNotChangeTheKey) {
       {"rng seed and offset",
        [](CallFixture& f) {
          f.call.seed = 1234;
-         f.call.rng_offset = 99;
+         f.call.rng_counter = 99;
        }},
       {"host value of a runtime Scalar arg",
        [](CallFixture& f) {
