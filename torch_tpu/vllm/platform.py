@@ -24,6 +24,8 @@ class TpuPlatform(Platform):
     dist_backend = "tpu_dist"
     simple_compile_backend = "tpu"
     device_control_env_var = "TORCH_TPU_VISIBLE_DEVICES"
+    # What quantization.py runs; vLLM refuses any other method at start-up, naming it.
+    supported_quantization = ["fp8_per_channel"]
 
     @property
     def supported_dtypes(self):
@@ -40,8 +42,11 @@ class TpuPlatform(Platform):
         from vllm.triton_utils.dispatcher import register_kernels
 
         from torch_tpu.vllm.kernels import OVERRIDES
+        from torch_tpu.vllm.quantization import register_linear_kernels
 
         register_kernels(OVERRIDES)
+        # Here too: the hook runs in each worker before its model is built.
+        register_linear_kernels()
 
     @classmethod
     def check_if_supports_dtype(cls, dtype: torch.dtype) -> None:
