@@ -277,9 +277,16 @@ class TpuPagedAttentionImpl(AttentionImpl):
         q = q.permute(0, 2, 3, 1, 4).reshape(n, kv_heads, per_kv * width, d)
         kv = rows.index_select(0, group.slots.reshape(-1) + first)
         kv = kv.view(n, context, kv_heads, 2 * d)
-        k = kv[..., :d].permute(0, 2, 3, 1)  # [n, kv_heads, d, context]
-        v = kv[..., d:].transpose(1, 2)  # [n, kv_heads, context, d]
-        scores = torch.matmul(q, k).float() * self.scale
+        k = kv[..., :d].transpose(1, 2)  # [n, kv_heads, context, d]
+        v = kv[..., d:].transpose(1, 2)
+        few = per_kv * width <= 8
+        if few:
+            # A few query rows per kv head (decodes): products summed in one loop over the
+            # cache rows as they lie. As matmuls, XLA:CPU copies K transposed and packs it for
+            # a matrix-vector product per row and head, several times slower.
+            scores = (q.float().unsqueeze(3) * k.float().unsqueeze(2)).sum(-1) * self.scale
+        else:
+            scores = torch.matmul(q, k.transpose(2, 3)).float() * self.scale
         if self.logits_soft_cap:
             scores = self.logits_soft_cap * torch.tanh(scores / self.logits_soft_cap)
         positions = torch.arange(context, device=query.device)  # of the context's cache rows
@@ -289,5 +296,9 @@ class TpuPagedAttentionImpl(AttentionImpl):
         if self.sliding_window is not None:
             allowed &= positions > query_position - self.sliding_window
         probs = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).to(v.dtype)
-        out = torch.matmul(probs, v).view(n, kv_heads, per_kv, width, d)
+        if few:
+            out = (probs.float().unsqueeze(-1) * v.float().unsqueeze(2)).sum(-2).to(v.dtype)
+        else:
+            out = torch.matmul(probs, v)
+        out = out.view(n, kv_heads, per_kv, width, d)
         return out.permute(0, 3, 1, 2, 4).reshape(n * width, self.num_heads, d)

@@ -7,12 +7,18 @@ own, bucketed by torch_tpu's automatic dynamism), and start-up runs every bucket
 compiles while serving is counted (`compiles_since_start_up`) and logged.
 """
 
+import collections
 import dataclasses
 import itertools
 import time
 
 import torch
 from vllm.logger import init_logger
+from vllm.model_executor.layers.linear import LinearBase, UnquantizedLinearMethod
+from vllm.model_executor.layers.vocab_parallel_embedding import (
+    ParallelLMHead,
+    UnquantizedEmbeddingMethod,
+)
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 import torch_tpu
@@ -25,6 +31,30 @@ logger = init_logger(f"vllm.{__name__}")  # vLLM configures its own namespace on
 
 def _compiles() -> int:
     return torch_tpu.metrics.counters()["compiles"]
+
+
+def _lay_out_linear_weights_by_input(model: torch.nn.Module) -> None:
+    """Unquantized linear weights [out, in] kept in memory as [in, out] (as vLLM does on XPU):
+    XLA:CPU's matmul then reads them as they lie, where [out, in] it packs them transposed at
+    every call, which took twice the time of the products themselves at decode sizes. The LM
+    head too, unless its weight is the embedding's (whose rows a lookup reads)."""
+    uses = collections.Counter(id(p) for _, p in model.named_parameters(remove_duplicate=False))
+    for module in model.modules():
+        weight = getattr(module, "weight", None)
+        linear = isinstance(module, LinearBase) and isinstance(
+            module.quant_method, UnquantizedLinearMethod
+        )
+        head = isinstance(module, ParallelLMHead) and isinstance(
+            module.quant_method, UnquantizedEmbeddingMethod
+        )
+        if (
+            (linear or head)
+            and isinstance(weight, torch.nn.Parameter)
+            and uses[id(weight)] == 1
+            and weight.dim() == 2
+            and weight.is_contiguous()
+        ):
+            weight.data = weight.data.t().contiguous().t()
 
 
 class TpuModelRunner(GPUModelRunner):
@@ -44,6 +74,7 @@ class TpuModelRunner(GPUModelRunner):
 
     def load_model(self, *args, **kwargs) -> None:
         super().load_model(*args, **kwargs)
+        _lay_out_linear_weights_by_input(self.model)
         self.model.register_forward_pre_hook(self._run_preparation)
         self.model.register_forward_hook(self._run_forward)
 

@@ -29,6 +29,9 @@ class TpuWorker(Worker):
         current_platform.set_device(self.device)
         # A step is recorded and run as a few programs, not launched op by op.
         torch_tpu.set_eager_mode("fused")
+        # The graphs around the forward (logits, sampling) see the step's request count: bucketed
+        # from 8 rows, not padded to 128, where a decode batch of 8 computed 16 times its logits.
+        torch_tpu.dynamism.set_buckets(minimum=8)
         current_platform.check_if_supports_dtype(self.model_config.dtype)
         init_worker_distributed_environment(
             self.vllm_config,
