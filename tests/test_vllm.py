@@ -174,9 +174,14 @@ def tiny_models(vllm_env, tmp_path_factory):
     return [str(path / name) for name in ("llama", "mistral", "qwen3")]
 
 
-def generate(models, **env):
-    out = run_in_venv(GENERATE, *models, env=env)
+def run_for_result(script, *args, env=None):
+    """The JSON a venv script prints on its "RESULT " line."""
+    out = run_in_venv(script, *args, env=env)
     return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
+
+
+def generate(models, **env):
+    return run_for_result(GENERATE, *models, env=env)
 
 
 def test_vllm_picks_tpu_unless_told_cpu(vllm_env):
@@ -198,8 +203,7 @@ def test_greedy_tokens_equal_vllm_cpu(tiny_models):
 
 
 def features(model, **env):
-    out = run_in_venv(FEATURES, model, env=env)
-    return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
+    return run_for_result(FEATURES, model, env=env)
 
 
 def assert_logprobs_close(got, want):

@@ -10,9 +10,7 @@ token), bfloat16 activations (the method takes no float32), greedy.
 - A method the platform does not run is refused at start-up, by name.
 """
 
-import json
-
-from test_vllm import run_in_venv, tiny_models, vllm_env  # noqa: F401 (fixtures: tiny_models needs vllm_env)
+from test_vllm import run_for_result, tiny_models, vllm_env  # noqa: F401 (fixtures: tiny_models needs vllm_env)
 
 # vLLM's tolerance for quantized models against a reference: `check_logprobs_close` of vLLM's
 # tests/models/utils.py, as its fp8 tests (tests/models/quantization/test_fp8.py, 8 logprobs) and
@@ -77,8 +75,7 @@ if __name__ == "__main__":  # vLLM starts its engine by spawn
 def quantized(model, **env):
     # The weights come back through `collective_rpc` with a function, which vLLM sends pickled.
     env = {"VLLM_ALLOW_INSECURE_SERIALIZATION": "1", **env}
-    out = run_in_venv(QUANTIZED, model, str(MAX_TOKENS), str(NUM_LOGPROBS), env=env)
-    return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
+    return run_for_result(QUANTIZED, model, str(MAX_TOKENS), str(NUM_LOGPROBS), env=env)
 
 
 def assert_tokens_close(got, want):
